@@ -1,0 +1,42 @@
+# The two commands a new user runs: `make run` and `make test`. Each installs what it needs
+# into .venv inside the repo first.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: run test lint typecheck pytest bench clean
+
+run: $(RUN_STAMP)
+	$(BIN)/latencylens demo
+
+test: $(TEST_STAMP) lint typecheck pytest
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(TEST_STAMP)
+	$(BIN)/mypy
+
+pytest: $(TEST_STAMP)
+	$(BIN)/pytest
+
+bench: $(TEST_STAMP)
+	$(BIN)/python -m bench
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e ".[demo]"
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+clean:
+	rm -rf $(VENV) .latencylens .pytest_cache .mypy_cache .ruff_cache
