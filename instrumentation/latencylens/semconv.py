@@ -1,0 +1,116 @@
+"""Every span attribute name LatencyLens reads or writes, defined once.
+
+OpenTelemetry GenAI semantic-convention names (v1.41.0) come first; names of our own live under
+``latencylens.``. Durations of our own are integer nanoseconds and say so in their name (``_ns``).
+The collector imports this module too, so producer and consumer can never disagree on a key.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- OpenTelemetry GenAI semantic conventions (v1.41.0) -------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+"""What the span does: ``chat``, ``text_completion``, ``retrieval``, ``execute_tool``, ..."""
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+"""Who served a model call: ``openai``, ``groq``, ``anthropic``, ..."""
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+"""Model the caller asked for."""
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+"""Model that answered, as the provider reports it."""
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+"""Provider's id of the completion, e.g. ``chatcmpl-123``."""
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+"""Finish reasons, one per choice (string array)."""
+GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+"""True when the model call returned a stream."""
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+"""Seconds (double) from request start to the first non-empty content chunk, client-measured."""
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+"""All input tokens, cached ones included."""
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+"""All output tokens, reasoning ones included."""
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+"""Input tokens served from the provider's prompt cache (a subset of input tokens)."""
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+"""Input tokens written to the provider's prompt cache (a subset of input tokens)."""
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+"""Output tokens spent reasoning (a subset of output tokens)."""
+GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
+"""Store a retrieval read from (index, collection, table)."""
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+"""Name of the tool a tool-call span executed."""
+ERROR_TYPE: Final = "error.type"
+"""Class of the error that ended the operation."""
+SERVER_ADDRESS: Final = "server.address"
+"""Host the model call went to."""
+
+# Deprecated GenAI names still emitted by some producers (vLLM, older instrumentations).
+GEN_AI_SYSTEM_DEPRECATED: Final = "gen_ai.system"
+"""Deprecated for ``gen_ai.provider.name``."""
+GEN_AI_USAGE_PROMPT_TOKENS_DEPRECATED: Final = "gen_ai.usage.prompt_tokens"
+"""Deprecated for ``gen_ai.usage.input_tokens``."""
+GEN_AI_USAGE_COMPLETION_TOKENS_DEPRECATED: Final = "gen_ai.usage.completion_tokens"
+"""Deprecated for ``gen_ai.usage.output_tokens``."""
+
+# Operation names (values of gen_ai.operation.name).
+OPERATION_CHAT: Final = "chat"
+OPERATION_TEXT_COMPLETION: Final = "text_completion"
+OPERATION_GENERATE_CONTENT: Final = "generate_content"
+OPERATION_RETRIEVAL: Final = "retrieval"
+OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+
+# --- LatencyLens's own attributes ----------------------------------------------------------------
+SPAN_KIND: Final = "latencylens.span.kind"
+"""Which kind of work a span is: one of ``request``, ``model``, ``retrieval``, ``tool``."""
+
+# Span-kind values.
+KIND_REQUEST: Final = "request"
+KIND_MODEL: Final = "model"
+KIND_RETRIEVAL: Final = "retrieval"
+KIND_TOOL: Final = "tool"
+
+# Provider-reported server time, normalised by the provider adapters to integer nanoseconds.
+PROVIDER_QUEUE_NS: Final = "latencylens.provider.queue_ns"
+"""ns the request waited in the provider's queue, as the provider reported it."""
+PROVIDER_PREFILL_NS: Final = "latencylens.provider.prefill_ns"
+"""ns the provider spent processing the prompt (prefill), as reported."""
+PROVIDER_DECODE_NS: Final = "latencylens.provider.decode_ns"
+"""ns the provider spent generating output tokens (decode), as reported."""
+PROVIDER_SERVER_TOTAL_NS: Final = "latencylens.provider.server_total_ns"
+"""ns of all server-side time for the call (queue included), as reported or summed from reports."""
+PROVIDER_FIELDS_REPORTED: Final = "latencylens.provider.fields_reported"
+"""Provider fields the adapter found in the response (string array), e.g. ``usage.queue_time``."""
+PROVIDER_FIELDS_MISSING: Final = "latencylens.provider.fields_missing"
+"""Fields the adapter expected but did not find (string array): the response shape was not known."""
+PROVIDER_EXTRACT_ERRORS: Final = "latencylens.provider.extract_errors"
+"""Count of failures inside extraction; the user's call was not affected."""
+
+# Client-side streaming measurements, offsets from the span's start in integer nanoseconds.
+STREAM_FIRST_CONTENT_NS: Final = "latencylens.stream.first_content_ns"
+"""ns from call start to the first chunk with non-empty content (TTFT, client-measured)."""
+STREAM_LAST_CHUNK_NS: Final = "latencylens.stream.last_chunk_ns"
+"""ns from call start to the last chunk received."""
+STREAM_CHUNKS: Final = "latencylens.stream.chunks"
+"""Number of chunks the stream delivered (all of them, empty ones included)."""
+STREAM_CONTENT_CHUNKS: Final = "latencylens.stream.content_chunks"
+"""Number of chunks that carried non-empty content."""
+STREAM_COMPLETED: Final = "latencylens.stream.completed"
+"""False when the caller abandoned the stream or it failed before the end."""
+
+ALL_OWN_ATTRIBUTES: Final = (
+    SPAN_KIND,
+    PROVIDER_QUEUE_NS,
+    PROVIDER_PREFILL_NS,
+    PROVIDER_DECODE_NS,
+    PROVIDER_SERVER_TOTAL_NS,
+    PROVIDER_FIELDS_REPORTED,
+    PROVIDER_FIELDS_MISSING,
+    PROVIDER_EXTRACT_ERRORS,
+    STREAM_FIRST_CONTENT_NS,
+    STREAM_LAST_CHUNK_NS,
+    STREAM_CHUNKS,
+    STREAM_CONTENT_CHUNKS,
+    STREAM_COMPLETED,
+)
+"""Every ``latencylens.`` name above, for tests that pin the namespace."""
