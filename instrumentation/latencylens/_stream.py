@@ -1,0 +1,266 @@
+"""Proxies that pass a stream's chunks through unchanged while timing them.
+
+A proxy owns the span of the call that produced the stream and ends it exactly once: when the stream
+is exhausted (completed), raises (error recorded, the same exception re-raised), is closed or left by
+``with`` early, or is garbage-collected unfinished (both: not completed). Everything else
+(``.response``, ``.close()`` of the SDK object, ...) is forwarded to the wrapped stream.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from types import TracebackType
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span
+
+from latencylens import semconv
+from latencylens._guard import internal_error, mark_failed
+from latencylens.providers._base import StreamState
+
+_OWN_PREFIX = "_ll_"
+
+
+def is_async_stream(obj: object) -> bool:
+    """Async iterators and async iterables (``openai.AsyncStream``, async generators)."""
+    cls = type(obj)
+    return hasattr(cls, "__anext__") or hasattr(cls, "__aiter__")
+
+
+def is_sync_stream(obj: object) -> bool:
+    """Iterators (``openai.Stream``, generators); containers, strings and models are not."""
+    return hasattr(type(obj), "__next__")
+
+
+class _StreamProxy:
+    """Span bookkeeping shared by the sync and async proxies."""
+
+    __slots__ = (
+        "_ll_chunks",
+        "_ll_content",
+        "_ll_ctx",
+        "_ll_done",
+        "_ll_errors",
+        "_ll_first",
+        "_ll_inner",
+        "_ll_it",
+        "_ll_last",
+        "_ll_measure",
+        "_ll_span",
+        "_ll_start",
+        "_ll_state",
+    )
+
+    def __init__(
+        self, inner: Any, it: Any, span: Span, start_ns: int, state: StreamState | None, measure: bool
+    ) -> None:
+        self._ll_inner = inner
+        self._ll_it = it
+        self._ll_span = span
+        self._ll_ctx = trace.set_span_in_context(span)
+        self._ll_start = start_ns
+        self._ll_state = state
+        self._ll_measure = measure
+        self._ll_chunks = 0
+        self._ll_content = 0
+        self._ll_first: int | None = None
+        self._ll_last: int | None = None
+        self._ll_errors = 0
+        self._ll_done = False
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith(_OWN_PREFIX):
+            raise AttributeError(name)
+        return getattr(self._ll_inner, name)
+
+    def __repr__(self) -> str:
+        return f"<latencylens stream of {self._ll_inner!r}>"
+
+    def __del__(self) -> None:
+        if not getattr(self, "_ll_done", True):
+            self._ll_finish(False, None)
+
+    def _ll_record(self, chunk: Any) -> None:
+        """Note one chunk's arrival; only called when measuring (model calls)."""
+        now = time.time_ns()
+        self._ll_chunks += 1
+        self._ll_last = now
+        state = self._ll_state
+        if state is None:
+            return
+        try:
+            content = state.record_chunk(chunk)
+        except Exception:
+            self._ll_errors += 1
+            internal_error("stream record_chunk")
+            return
+        if content:
+            self._ll_content += 1
+            if self._ll_first is None:
+                self._ll_first = now
+
+    def _ll_finish(self, completed: bool, exc: BaseException | None) -> None:
+        """Set the stream attributes and end the span, once."""
+        if self._ll_done:
+            return
+        self._ll_done = True
+        span = self._ll_span
+        try:
+            if self._ll_measure:
+                span.set_attributes(self._ll_attributes(completed))
+            if exc is not None and not isinstance(exc, GeneratorExit):
+                mark_failed(span, exc)
+        except Exception:
+            internal_error("finishing a stream span")
+        finally:
+            span.end()
+
+    def _ll_attributes(self, completed: bool) -> dict[str, Any]:
+        start = self._ll_start
+        attributes: dict[str, Any] = {
+            semconv.GEN_AI_REQUEST_STREAM: True,
+            semconv.STREAM_CHUNKS: self._ll_chunks,
+            semconv.STREAM_CONTENT_CHUNKS: self._ll_content,
+            semconv.STREAM_COMPLETED: completed,
+        }
+        if self._ll_first is not None:
+            attributes[semconv.STREAM_FIRST_CONTENT_NS] = self._ll_first - start
+            attributes[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (self._ll_first - start) / 1e9
+        if self._ll_last is not None:
+            attributes[semconv.STREAM_LAST_CHUNK_NS] = self._ll_last - start
+        if self._ll_state is not None:
+            try:
+                attributes.update(self._ll_state.usage().to_attributes())
+            except Exception:
+                self._ll_errors += 1
+                internal_error("stream usage")
+        if self._ll_errors:
+            attributes[semconv.PROVIDER_EXTRACT_ERRORS] = self._ll_errors
+        return attributes
+
+
+class SpanStream(_StreamProxy):
+    """Proxy for a sync iterator; the span is current while the wrapped stream makes a chunk."""
+
+    __slots__ = ()
+
+    def __init__(
+        self, inner: Any, span: Span, start_ns: int, state: StreamState | None = None, measure: bool = True
+    ) -> None:
+        super().__init__(inner, inner, span, start_ns, state, measure)
+
+    def __iter__(self) -> SpanStream:
+        return self
+
+    def __next__(self) -> Any:
+        token = otel_context.attach(self._ll_ctx)
+        try:
+            chunk = self._ll_it.__next__()
+        except StopIteration:
+            otel_context.detach(token)
+            self._ll_finish(True, None)
+            raise
+        except BaseException as exc:
+            otel_context.detach(token)
+            self._ll_finish(False, exc)
+            raise
+        otel_context.detach(token)
+        if self._ll_measure:
+            self._ll_record(chunk)
+        return chunk
+
+    def close(self) -> None:
+        """Close the wrapped stream (releasing its connection) and end the span."""
+        try:
+            closer = getattr(self._ll_inner, "close", None)
+            if closer is not None:
+                closer()
+        finally:
+            self._ll_finish(False, None)
+
+    def __enter__(self) -> SpanStream:
+        enter = getattr(self._ll_inner, "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            exit_ = getattr(self._ll_inner, "__exit__", None)
+            if exit_ is not None:
+                return bool(exit_(exc_type, exc, tb))
+            closer = getattr(self._ll_inner, "close", None)
+            if closer is not None:
+                closer()
+            return None
+        finally:
+            self._ll_finish(False, None)
+
+
+class AsyncSpanStream(_StreamProxy):
+    """Proxy for an async iterator or iterable (``openai.AsyncStream``, async generators)."""
+
+    __slots__ = ()
+
+    def __init__(
+        self, inner: Any, span: Span, start_ns: int, state: StreamState | None = None, measure: bool = True
+    ) -> None:
+        it = inner if hasattr(type(inner), "__anext__") else inner.__aiter__()
+        super().__init__(inner, it, span, start_ns, state, measure)
+
+    def __aiter__(self) -> AsyncSpanStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        token = otel_context.attach(self._ll_ctx)
+        try:
+            chunk = await self._ll_it.__anext__()
+        except StopAsyncIteration:
+            otel_context.detach(token)
+            self._ll_finish(True, None)
+            raise
+        except BaseException as exc:
+            otel_context.detach(token)
+            self._ll_finish(False, exc)
+            raise
+        otel_context.detach(token)
+        if self._ll_measure:
+            self._ll_record(chunk)
+        return chunk
+
+    async def aclose(self) -> None:
+        """Close the wrapped stream (``aclose`` or async ``close``) and end the span."""
+        try:
+            inner = self._ll_inner
+            closer = getattr(inner, "aclose", None) or getattr(inner, "close", None)
+            if closer is not None:
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+        finally:
+            self._ll_finish(False, None)
+
+    close = aclose
+
+    async def __aenter__(self) -> AsyncSpanStream:
+        enter = getattr(self._ll_inner, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            exit_ = getattr(self._ll_inner, "__aexit__", None)
+            if exit_ is not None:
+                return bool(await exit_(exc_type, exc, tb))
+            await self.aclose()
+            return None
+        finally:
+            self._ll_finish(False, None)

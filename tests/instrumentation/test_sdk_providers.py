@@ -1,0 +1,286 @@
+"""Provider adapters against dicts and real SDK objects (groq and openai types)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import openai.types.chat as openai_chat
+import pytest
+from groq.types.chat import ChatCompletion as GroqChatCompletion
+from groq.types.chat import ChatCompletionChunk as GroqChatCompletionChunk
+from opentelemetry.sdk.trace import ReadableSpan
+
+import latencylens
+from latencylens import semconv
+from latencylens.providers import get_adapter, known_providers
+from latencylens.providers.groq import GroqAdapter
+from latencylens.providers.openai import OpenAIAdapter
+
+Spans = Callable[[], list[ReadableSpan]]
+
+# The Groq API reference's non-streaming example (content trimmed).
+GROQ_REFERENCE: dict[str, Any] = {
+    "id": "chatcmpl-f51b2cd2-bef7-417e-964e-a08f0b513c22",
+    "object": "chat.completion",
+    "created": 1730241104,
+    "model": "openai/gpt-oss-20b",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Fast models..."}, "finish_reason": "stop"}
+    ],
+    "usage": {
+        "queue_time": 0.037493756,
+        "prompt_tokens": 18,
+        "prompt_time": 0.000680594,
+        "completion_tokens": 556,
+        "completion_time": 0.463333333,
+        "total_tokens": 574,
+        "total_time": 0.464013927,
+    },
+    "system_fingerprint": "fp_179b0f92c9",
+    "x_groq": {"id": "req_01jbd6g2qdfw2adyrt2az8hz4w"},
+}
+
+# queue_time 0.037493756 s = 37_493_756 ns; prompt_time 0.000680594 s = 680_594 ns;
+# completion_time 0.463333333 s = 463_333_333 ns; total_time 0.464013927 s = 464_013_927 ns
+# (= prompt + completion: Groq's total excludes the queue), so all server time is
+# queue + total = 37_493_756 + 464_013_927 = 501_507_683 ns.
+GROQ_REFERENCE_ATTRIBUTES: dict[str, Any] = {
+    semconv.GEN_AI_USAGE_INPUT_TOKENS: 18,
+    semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 556,
+    semconv.PROVIDER_QUEUE_NS: 37_493_756,
+    semconv.PROVIDER_PREFILL_NS: 680_594,
+    semconv.PROVIDER_DECODE_NS: 463_333_333,
+    semconv.PROVIDER_SERVER_TOTAL_NS: 501_507_683,
+    semconv.GEN_AI_RESPONSE_MODEL: "openai/gpt-oss-20b",
+    semconv.GEN_AI_RESPONSE_ID: "chatcmpl-f51b2cd2-bef7-417e-964e-a08f0b513c22",
+    semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["stop"],
+    semconv.PROVIDER_FIELDS_REPORTED: [
+        "usage.prompt_tokens",
+        "usage.completion_tokens",
+        "usage.queue_time",
+        "usage.prompt_time",
+        "usage.completion_time",
+        "usage.total_time",
+    ],
+}
+
+
+def groq_final_chunk(usage_path: str) -> dict[str, Any]:
+    """A stream's final chunk, with the reference usage as ``x_groq.usage`` or top-level ``usage``."""
+    final: dict[str, Any] = {
+        "id": GROQ_REFERENCE["id"],
+        "object": "chat.completion.chunk",
+        "created": 1730241104,
+        "model": "openai/gpt-oss-20b",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "x_groq": {"id": "req_01jbd6g2qdfw2adyrt2az8hz4w"},
+    }
+    if usage_path == "x_groq.usage":
+        final["x_groq"]["usage"] = copy.deepcopy(GROQ_REFERENCE["usage"])
+    else:
+        final["usage"] = copy.deepcopy(GROQ_REFERENCE["usage"])
+    return final
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        pytest.param(GROQ_REFERENCE, id="dict"),
+        pytest.param(GroqChatCompletion.model_validate(GROQ_REFERENCE), id="groq-sdk"),
+        pytest.param(openai_chat.ChatCompletion.model_validate(GROQ_REFERENCE), id="openai-sdk"),
+    ],
+)
+def test_groq_reference_response(response: Any) -> None:
+    assert GroqAdapter().extract(response).to_attributes() == GROQ_REFERENCE_ATTRIBUTES
+
+
+def test_groq_non_stream_x_groq_usage_cache_stats_are_not_timings() -> None:
+    response = copy.deepcopy(GROQ_REFERENCE)
+    response["x_groq"]["usage"] = {"dram_cached_tokens": 10, "sram_cached_tokens": 0}
+    usage = GroqAdapter().extract(GroqChatCompletion.model_validate(response))
+    assert usage.server_total_ns == 501_507_683
+    assert usage.fields_missing == []
+
+
+def test_groq_total_time_missing_falls_back_to_prompt_plus_completion() -> None:
+    response = copy.deepcopy(GROQ_REFERENCE)
+    del response["usage"]["total_time"]
+    usage = GroqAdapter().extract(response)
+    assert usage.server_total_ns == 37_493_756 + 680_594 + 463_333_333
+    assert usage.fields_missing == ["usage.total_time"]
+
+
+@pytest.mark.parametrize("usage_path", ["x_groq.usage", "usage"])
+@pytest.mark.parametrize("sdk", ["dict", "groq", "openai"])
+def test_groq_stream_final_chunk(usage_path: str, sdk: str) -> None:
+    raw = [
+        {
+            "id": GROQ_REFERENCE["id"],
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "openai/gpt-oss-20b",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+        },
+        {
+            "id": GROQ_REFERENCE["id"],
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "openai/gpt-oss-20b",
+            "choices": [{"index": 0, "delta": {"content": "Fast"}, "finish_reason": None}],
+        },
+        groq_final_chunk(usage_path),
+    ]
+    validate = {
+        "dict": lambda c: c,
+        "groq": GroqChatCompletionChunk.model_validate,
+        "openai": openai_chat.ChatCompletionChunk.model_validate,
+    }[sdk]
+    state = GroqAdapter().new_stream_state()
+    assert [state.record_chunk(validate(item)) for item in raw] == [False, True, False]
+    expected = dict(GROQ_REFERENCE_ATTRIBUTES)
+    expected[semconv.PROVIDER_FIELDS_REPORTED] = [
+        f"{usage_path}.{name}"
+        for name in (
+            "prompt_tokens",
+            "completion_tokens",
+            "queue_time",
+            "prompt_time",
+            "completion_time",
+            "total_time",
+        )
+    ]
+    assert state.usage().to_attributes() == expected
+
+
+def test_openai_usage_with_cache_and_reasoning_details() -> None:
+    response = openai_chat.ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-123",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4.1-2025-04-14",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "length"}
+            ],
+            "usage": {
+                "prompt_tokens": 19,
+                "completion_tokens": 10,
+                "total_tokens": 29,
+                "prompt_tokens_details": {"cached_tokens": 7, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 4, "audio_tokens": 0},
+            },
+        }
+    )
+    assert OpenAIAdapter().extract(response).to_attributes() == {
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: 19,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 10,
+        semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 7,
+        semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: 4,
+        semconv.GEN_AI_RESPONSE_MODEL: "gpt-4.1-2025-04-14",
+        semconv.GEN_AI_RESPONSE_ID: "chatcmpl-123",
+        semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["length"],
+        semconv.PROVIDER_FIELDS_REPORTED: [
+            "usage.prompt_tokens",
+            "usage.completion_tokens",
+            "usage.prompt_tokens_details.cached_tokens",
+            "usage.completion_tokens_details.reasoning_tokens",
+        ],
+    }
+
+
+def test_openai_stream_reads_the_include_usage_chunk() -> None:
+    state = OpenAIAdapter().new_stream_state()
+    chunks: list[dict[str, Any]] = [
+        {"id": "c", "model": "gpt", "choices": [{"index": 0, "delta": {"content": "a"}}], "usage": None},
+        {
+            "id": "c",
+            "model": "gpt",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": None,
+        },
+        {
+            "id": "c",
+            "model": "gpt",
+            "choices": [],
+            "usage": {"prompt_tokens": 19, "completion_tokens": 10, "total_tokens": 29},
+        },
+    ]
+    assert [
+        state.record_chunk(
+            openai_chat.ChatCompletionChunk.model_validate(
+                {"object": "chat.completion.chunk", "created": 1, **item}
+            )
+        )
+        for item in chunks
+    ] == [True, False, False]
+    usage = state.usage()
+    assert (usage.input_tokens, usage.output_tokens, usage.finish_reasons) == (19, 10, ["stop"])
+
+
+def test_registry_falls_back_to_openai_compatible_but_keeps_the_name() -> None:
+    assert known_providers() == ["groq", "openai"]
+    assert isinstance(get_adapter("groq"), GroqAdapter)
+    assert get_adapter("Groq").name == "Groq"
+    fallback = get_adapter("vllm")
+    assert type(fallback) is OpenAIAdapter
+    assert fallback.name == "vllm"
+
+
+def test_unknown_provider_name_is_kept_on_the_span(spans: Spans) -> None:
+    @latencylens.model_call(provider="my-llm-server", model="m")
+    def call() -> dict[str, Any]:
+        return {"usage": {"prompt_tokens": 2, "completion_tokens": 3}}
+
+    call()
+    values = spans()[0].attributes or {}
+    assert values[semconv.GEN_AI_PROVIDER_NAME] == "my-llm-server"
+    assert values[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == 3
+
+
+class Unknown:
+    """Not a response shape any adapter knows."""
+
+    status = "ok"
+
+
+@pytest.mark.parametrize("response", [Unknown(), {"result": "ok"}, None, 42])
+def test_unknown_shape_returns_the_result_and_names_what_was_missing(spans: Spans, response: Any) -> None:
+    @latencylens.model_call(provider="groq", model="m")
+    def call() -> Any:
+        return response
+
+    assert call() is response
+    values = spans()[0].attributes or {}
+    assert values[semconv.PROVIDER_FIELDS_MISSING] == (
+        "usage.prompt_tokens",
+        "usage.completion_tokens",
+        "usage.queue_time",
+        "usage.prompt_time",
+        "usage.completion_time",
+        "usage.total_time",
+    )
+    assert semconv.PROVIDER_FIELDS_REPORTED not in values
+    assert semconv.PROVIDER_SERVER_TOTAL_NS not in values
+
+
+class Hostile:
+    """A response whose ``usage`` property itself fails, as a broken SDK object might."""
+
+    @property
+    def usage(self) -> Any:
+        raise RuntimeError("property bug")
+
+
+def test_response_that_breaks_the_adapter_still_returns(spans: Spans, allow_internal_errors: None) -> None:
+    response = Hostile()
+
+    @latencylens.model_call(provider="groq", model="m")
+    def call() -> Hostile:
+        return response
+
+    assert call() is response
+    values = spans()[0].attributes or {}
+    assert values[semconv.PROVIDER_EXTRACT_ERRORS] == 1
+    assert semconv.ERROR_TYPE not in values

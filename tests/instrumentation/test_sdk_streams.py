@@ -1,0 +1,310 @@
+"""Streams: chunks pass through untouched while the model span times them."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+import latencylens
+from latencylens import semconv
+
+Spans = Callable[[], list[ReadableSpan]]
+
+
+def chunk(content: str | None = None, role: str | None = None, finish: str | None = None) -> dict[str, Any]:
+    delta: dict[str, Any] = {}
+    if role is not None:
+        delta["role"] = role
+    if content is not None:
+        delta["content"] = content
+    return {
+        "id": "chatcmpl-s",
+        "model": "m-1",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def usage_chunk() -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-s",
+        "model": "m-1",
+        "choices": [],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+    }
+
+
+def make_chunks() -> list[dict[str, Any]]:
+    """Role-only and empty chunks first: they must not count as the first content."""
+    return [
+        chunk(role="assistant"),
+        chunk(content=""),
+        chunk("Hel"),
+        chunk("lo"),
+        chunk(finish="stop"),
+        usage_chunk(),
+    ]
+
+
+class SDKLikeStream:
+    """Shaped like ``openai.Stream``: an iterator with ``response``, ``close`` and ``with`` support."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self._items = iter(items)
+        self.response = "the http response"
+        self.closed = False
+
+    def __next__(self) -> Any:
+        return next(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __enter__(self) -> SDKLikeStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def test_chunks_pass_through_identical_and_ttft_skips_empty_chunks(spans: Spans) -> None:
+    chunks = make_chunks()
+
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> SDKLikeStream:
+        return SDKLikeStream(chunks)
+
+    stream = call()
+    assert spans() == []  # the span stays open while the stream is read
+    received = list(stream)
+    assert len(received) == len(chunks)
+    assert all(got is sent for got, sent in zip(received, chunks, strict=True))
+    (span,) = spans()
+    values = attrs(span)
+    assert values[semconv.GEN_AI_REQUEST_STREAM] is True
+    assert values[semconv.STREAM_CHUNKS] == 6
+    assert values[semconv.STREAM_CONTENT_CHUNKS] == 2
+    assert values[semconv.STREAM_COMPLETED] is True
+    first, last = values[semconv.STREAM_FIRST_CONTENT_NS], values[semconv.STREAM_LAST_CHUNK_NS]
+    assert isinstance(first, int) and isinstance(last, int)
+    assert 0 <= first <= last <= span.end_time - span.start_time  # type: ignore[operator]
+    assert values[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] == first / 1e9
+    assert values[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 5
+    assert values[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == 2
+    assert values[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
+    assert values[semconv.GEN_AI_RESPONSE_ID] == "chatcmpl-s"
+
+
+def test_first_content_offset_is_taken_at_the_first_content_chunk(spans: Spans) -> None:
+    """Chunk arrival times are read between chunks, so the offset must fall after the empty ones."""
+    marks: list[int] = []
+
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> Iterator[dict[str, Any]]:
+        import time
+
+        yield chunk(role="assistant")
+        yield chunk(content="")
+        marks.append(time.time_ns())
+        yield chunk("x")
+        marks.append(time.time_ns())
+        yield chunk("y")
+
+    list(call())
+    (span,) = spans()
+    start = span.start_time or 0
+    first = attrs(span)[semconv.STREAM_FIRST_CONTENT_NS]
+    assert marks[0] - start <= first <= marks[1] - start
+    assert attrs(span)[semconv.STREAM_LAST_CHUNK_NS] >= marks[1] - start
+
+
+def test_proxy_forwards_attributes_and_with_statement() -> None:
+    inner = SDKLikeStream(make_chunks())
+
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> SDKLikeStream:
+        return inner
+
+    with call() as stream:
+        assert stream.response == "the http response"
+        next(iter(stream))
+    assert inner.closed
+
+
+def test_abandoned_stream_break_and_close(spans: Spans) -> None:
+    inner = SDKLikeStream(make_chunks())
+
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> SDKLikeStream:
+        return inner
+
+    stream = call()
+    for _ in stream:
+        break
+    assert spans() == []
+    stream.close()
+    assert inner.closed
+    (span,) = spans()
+    assert attrs(span)[semconv.STREAM_COMPLETED] is False
+    assert attrs(span)[semconv.STREAM_CHUNKS] == 1
+    assert span.status.status_code is StatusCode.UNSET
+    stream.close()  # a second close ends nothing twice
+    assert len(spans()) == 1
+
+
+def test_abandoned_stream_garbage_collected(spans: Spans) -> None:
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> Iterator[dict[str, Any]]:
+        yield from make_chunks()
+
+    stream = call()
+    next(stream)
+    next(stream)
+    del stream
+    gc.collect()
+    (span,) = spans()
+    assert attrs(span)[semconv.STREAM_COMPLETED] is False
+    assert attrs(span)[semconv.STREAM_CHUNKS] == 2
+
+
+def test_stream_raising_midway_reraises_the_same_exception(spans: Spans) -> None:
+    error = ConnectionError("peer went away")
+
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> Iterator[dict[str, Any]]:
+        yield chunk(role="assistant")
+        yield chunk("partial")
+        raise error
+
+    received = []
+    with pytest.raises(ConnectionError) as raised:
+        for item in call():
+            received.append(item)
+    assert raised.value is error
+    assert len(received) == 2
+    (span,) = spans()
+    values = attrs(span)
+    assert values[semconv.STREAM_COMPLETED] is False
+    assert values[semconv.STREAM_CONTENT_CHUNKS] == 1
+    assert values[semconv.ERROR_TYPE] == "ConnectionError"
+    assert span.status.status_code is StatusCode.ERROR
+    # usage never arrived: the span says what is missing rather than guessing
+    assert values[semconv.PROVIDER_FIELDS_MISSING] == ("usage.prompt_tokens", "usage.completion_tokens")
+
+
+def test_generator_function_body_runs_inside_the_model_span(spans: Spans) -> None:
+    @latencylens.tool(name="inner")
+    def inner() -> str:
+        return "x"
+
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> Iterator[dict[str, Any]]:
+        yield chunk(inner())
+
+    list(call())
+    named = {span.name: span for span in spans()}
+    parent = named["execute_tool inner"].parent
+    assert parent is not None and parent.span_id == named["chat m"].context.span_id
+
+
+def test_tool_generator_span_covers_the_iteration(spans: Spans) -> None:
+    @latencylens.tool(name="lines")
+    def lines() -> Iterator[int]:
+        yield 1
+        yield 2
+
+    produced = lines()
+    assert spans() == []
+    assert list(produced) == [1, 2]
+    (span,) = spans()
+    assert semconv.STREAM_CHUNKS not in attrs(span)
+
+
+async def test_async_generator_stream(spans: Spans) -> None:
+    chunks = make_chunks()
+
+    @latencylens.model_call(provider="openai", model="m")
+    async def call() -> AsyncIterator[dict[str, Any]]:
+        for item in chunks:
+            yield item
+
+    received = [item async for item in call()]
+    assert all(got is sent for got, sent in zip(received, chunks, strict=True))
+    values = attrs(spans()[0])
+    assert values[semconv.STREAM_COMPLETED] is True
+    assert values[semconv.STREAM_CONTENT_CHUNKS] == 2
+
+
+class AsyncSDKLikeStream:
+    """Shaped like ``openai.AsyncStream``."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self._items = iter(items)
+        self.closed = False
+
+    async def __anext__(self) -> Any:
+        try:
+            return next(self._items)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    def __aiter__(self) -> AsyncSDKLikeStream:
+        return self
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_async_function_returning_async_stream_closed_early(spans: Spans) -> None:
+    inner = AsyncSDKLikeStream(make_chunks())
+
+    @latencylens.model_call(provider="openai", model="m")
+    async def call() -> AsyncSDKLikeStream:
+        return inner
+
+    stream = await call()
+    async for _ in stream:
+        break
+    await stream.close()
+    assert inner.closed
+    values = attrs(spans()[0])
+    assert values[semconv.STREAM_COMPLETED] is False
+    assert values[semconv.STREAM_CHUNKS] == 1
+
+
+async def test_async_stream_raising_midway(spans: Spans) -> None:
+    error = TimeoutError("slow")
+
+    @latencylens.model_call(provider="openai", model="m")
+    async def call() -> AsyncIterator[dict[str, Any]]:
+        yield chunk("a")
+        raise error
+
+    with pytest.raises(TimeoutError) as raised:
+        async for _ in call():
+            pass
+    assert raised.value is error
+    assert spans()[0].status.status_code is StatusCode.ERROR
+
+
+def test_non_stream_results_are_not_wrapped() -> None:
+    values: list[Any] = [{"a": 1}, "text", b"bytes", [1, 2], (1,)]
+
+    for value in values:
+
+        @latencylens.model_call(provider="openai", model="m")
+        def call(value: Any = value) -> Any:
+            return value
+
+        assert call() is value
