@@ -1,0 +1,101 @@
+"""The collector service: one FastAPI app, migrations at start-up."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from opentelemetry import context as otel_context
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from latencylens_collector import __version__
+from latencylens_collector.api.deps import RETRY_AFTER_SECONDS
+from latencylens_collector.api.routes import health, otlp, requests
+from latencylens_collector.ingest import Clock, Ingestor
+from latencylens_collector.settings import Settings
+from latencylens_collector.storage import StorageError, StorageUnavailable, Store
+
+_log = logging.getLogger(__name__)
+
+
+def create_app(
+    settings: Settings | None = None, store: Store | None = None, clock: Clock = time.time_ns
+) -> FastAPI:
+    """Build the service. Without a store one is created from the settings (connected lazily)."""
+    settings = settings or (store.settings if store is not None else Settings())
+    owns_store = store is None
+    the_store = store if store is not None else Store(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            applied = await run_in_threadpool(the_store.migrate)
+            if applied:
+                _log.info("applied migrations: %s", ", ".join(f"{m.version:04d}_{m.name}" for m in applied))
+        except StorageError as exc:
+            # Keep serving (OTLP answers 503); migrations are retried on the next write.
+            _log.warning("migrations not applied at start-up: %s", exc)
+        yield
+        if owns_store:
+            the_store.close()
+
+    app = FastAPI(
+        title="LatencyLens collector",
+        description="Receives OTLP traces and answers: where did the time go in this LLM request?",
+        version=__version__,
+        lifespan=lifespan,
+        **_no_self_telemetry(),
+    )
+    app.add_middleware(SuppressInstrumentation)
+    app.state.settings = settings
+    app.state.store = the_store
+    app.state.clock = clock
+    app.state.ingestor = Ingestor(the_store, clock=clock)
+    app.include_router(otlp.router)
+    app.include_router(requests.router)
+    app.include_router(health.router)
+    app.add_exception_handler(StorageError, _storage_error)
+    return app
+
+
+def _no_self_telemetry() -> dict[str, Any]:
+    """Turn off FastAPI's native OpenTelemetry (newer FastAPI versions) for the collector itself.
+
+    In a process that also exports to this collector (the demo, tests), every export would create
+    spans to export again: a loop that never drains.
+    """
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters:
+        return {"telemetry": {"tracing": False, "metrics": False, "logs": False, "auto_configure": False}}
+    return {}
+
+
+class SuppressInstrumentation:
+    """ASGI middleware marking the collector's own work as not-to-be-traced, so instrumentations
+    that honour OpenTelemetry's suppression key (HTTP clients, ASGI) skip it, threads included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            otel_context.detach(token)
+
+
+async def _storage_error(request: Request, exc: Exception) -> JSONResponse:
+    unavailable = isinstance(exc, StorageUnavailable)
+    _log.warning("storage error on %s: %s", request.url.path, exc)
+    return JSONResponse(
+        status_code=503,
+        content={"detail": f"storage {'unavailable' if unavailable else 'error'}: {exc}"},
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )

@@ -1,0 +1,223 @@
+"""From stored spans to one attributed row per request.
+
+Every batch recomputes the rows of the traces it touched from *all* their stored spans, so spans
+arriving late (children after the root, a slow service's export) simply produce a newer row; the
+``requests`` table keeps the latest computation. Row building is plain functions over
+:class:`SpanRow` values, testable without ClickHouse.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from latencylens import semconv
+from latencylens_collector.attribution import (
+    COMPONENTS,
+    KIND_MODEL,
+    ModelTiming,
+    RequestBreakdown,
+    SpanNode,
+    attribute_request,
+)
+from latencylens_collector.rows import STATUS_ERROR, SpanRow
+from latencylens_collector.storage import Store
+
+Clock = Callable[[], int]
+"""Returns the current time in integer ns since the epoch."""
+
+
+def span_hex(span_id: bytes) -> str:
+    return span_id.hex()
+
+
+def parse_int(value: str | None) -> int | None:
+    """An attribute value as an integer (attributes are stored as text)."""
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return round(float(value))
+    except (ValueError, OverflowError):
+        return None
+
+
+def first_int(attributes: Mapping[str, str], *keys: str) -> int | None:
+    for key in keys:
+        value = parse_int(attributes.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def model_timing(attributes: Mapping[str, str]) -> ModelTiming:
+    """What the SDK recorded about a model call's server time and stream."""
+    first = parse_int(attributes.get(semconv.STREAM_FIRST_CONTENT_NS))
+    if first is None:
+        try:
+            seconds = float(attributes[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK])
+            first = round(seconds * 1e9)
+        except (KeyError, ValueError, OverflowError):
+            first = None
+    return ModelTiming(
+        queue_ns=parse_int(attributes.get(semconv.PROVIDER_QUEUE_NS)),
+        prefill_ns=parse_int(attributes.get(semconv.PROVIDER_PREFILL_NS)),
+        decode_ns=parse_int(attributes.get(semconv.PROVIDER_DECODE_NS)),
+        server_total_ns=parse_int(attributes.get(semconv.PROVIDER_SERVER_TOTAL_NS)),
+        first_content_ns=first,
+        last_chunk_ns=parse_int(attributes.get(semconv.STREAM_LAST_CHUNK_NS)),
+    )
+
+
+def span_node(row: SpanRow) -> SpanNode:
+    return SpanNode(
+        span_id=span_hex(row.span_id),
+        parent_id=span_hex(row.parent_span_id) if row.has_parent else None,
+        start_ns=row.start_ns,
+        end_ns=row.end_ns,
+        kind=row.kind,
+        timing=model_timing(row.attributes) if row.kind == KIND_MODEL else None,
+    )
+
+
+def attribute(spans: Sequence[SpanRow]) -> RequestBreakdown | None:
+    """Attribution of one trace's spans (None while its root has not arrived)."""
+    return attribute_request([span_node(row) for row in spans])
+
+
+def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str, Any] | None:
+    """The ``requests`` row of one trace, or None when its root span is not stored yet."""
+    breakdown = attribute(spans)
+    if breakdown is None:
+        return None
+    by_id = {span_hex(row.span_id): row for row in spans}
+    root = by_id[breakdown.root_span_id]
+    models = [row for row in spans if row.kind == KIND_MODEL]
+    primary = _primary_model(models, breakdown)
+    row: dict[str, Any] = {
+        "project": root.project,
+        "trace_id": root.trace_id,
+        "start_time": root.start_ns,
+        "e2e_ns": breakdown.e2e_ns,
+        "service": root.service,
+        "name": root.name,
+        "model": _model_name(primary),
+        "provider": _provider(primary),
+        "status_error": int(root.status_code == STATUS_ERROR),
+        "provenance": dict(breakdown.provenance),
+        "inconsistent": int(breakdown.inconsistent),
+        "model_calls": len(models),
+        "span_count": len(spans),
+        "computed_at": computed_at_us,
+    }
+    for name in COMPONENTS:
+        row[f"{name}_ns"] = breakdown.parts[name]
+        row[f"busy_{name}_ns"] = breakdown.busy[name]
+    row.update(token_totals(models))
+    row.update(stream_metrics(primary))
+    return row
+
+
+def _primary_model(models: Sequence[SpanRow], breakdown: RequestBreakdown) -> SpanRow | None:
+    """The model call that owns the most critical-path time (ties: the longer call)."""
+    if not models:
+        return None
+    return max(
+        models,
+        key=lambda row: (breakdown.span_critical_ns.get(span_hex(row.span_id), 0), row.duration_ns),
+    )
+
+
+def _model_name(row: SpanRow | None) -> str:
+    if row is None:
+        return ""
+    attrs = row.attributes
+    return attrs.get(semconv.GEN_AI_RESPONSE_MODEL) or attrs.get(semconv.GEN_AI_REQUEST_MODEL) or ""
+
+
+def _provider(row: SpanRow | None) -> str:
+    if row is None:
+        return ""
+    attrs = row.attributes
+    return attrs.get(semconv.GEN_AI_PROVIDER_NAME) or attrs.get(semconv.GEN_AI_SYSTEM_DEPRECATED) or ""
+
+
+# Usage keys per row column; the deprecated names (vLLM, older instrumentations) are fallbacks.
+TOKEN_KEYS: dict[str, tuple[str, ...]] = {
+    "input_tokens": (semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.GEN_AI_USAGE_PROMPT_TOKENS_DEPRECATED),
+    "output_tokens": (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.GEN_AI_USAGE_COMPLETION_TOKENS_DEPRECATED),
+    "cache_read_input_tokens": (semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,),
+}
+
+
+def token_totals(models: Sequence[SpanRow]) -> dict[str, int]:
+    """Token counts summed over model calls."""
+    return {
+        column: sum(first_int(row.attributes, *keys) or 0 for row in models)
+        for column, keys in TOKEN_KEYS.items()
+    }
+
+
+def stream_metrics(primary: SpanRow | None) -> dict[str, Any]:
+    """TTFT, inter-token latency and decode rate of the primary model call (its own output tokens)."""
+    metrics: dict[str, Any] = {"ttft_ns": None, "itl_ns": None, "decode_tokens_per_second": None}
+    if primary is None:
+        return metrics
+    attrs = primary.attributes
+    timing = model_timing(attrs)
+    output = first_int(attrs, *TOKEN_KEYS["output_tokens"]) or 0
+    first, last = timing.first_content_ns, timing.last_chunk_ns
+    metrics["ttft_ns"] = first
+    streamed_ns = last - first if first is not None and last is not None and last >= first else None
+    if streamed_ns is not None and output > 1:
+        metrics["itl_ns"] = streamed_ns // (output - 1)
+    decode_ns = timing.decode_ns if timing.decode_ns is not None else streamed_ns
+    if decode_ns and decode_ns > 0 and output > 0:
+        metrics["decode_tokens_per_second"] = output / (decode_ns / 1e9)
+    return metrics
+
+
+class Ingestor:
+    """Stores span batches and recomputes the request rows of the traces they touch."""
+
+    def __init__(self, store: Store, clock: Clock = time.time_ns) -> None:
+        self.store = store
+        self.clock = clock
+        # Serialises insert → read back → write within this process, so two batches of one trace
+        # cannot write their rows out of order. Across processes, computed_at (taken before the
+        # read) orders them: a later read sees at least as many spans.
+        self._lock = threading.Lock()
+
+    def ingest(self, spans: Sequence[SpanRow]) -> int:
+        """Insert spans; returns how many request rows were (re)written."""
+        if not spans:
+            return 0
+        with self._lock:
+            self.store.ensure_ready()
+            self.store.insert_spans(spans)
+            by_project: dict[str, set[bytes]] = defaultdict(set)
+            for span in spans:
+                by_project[span.project].add(span.trace_id)
+            rows = []
+            for project, trace_ids in by_project.items():
+                computed_at_us = self.clock() // 1000
+                stored = self.store.spans_of_traces(trace_ids, project=project)
+                for trace_spans in group_by_trace(stored).values():
+                    row = build_request_row(trace_spans, computed_at_us)
+                    if row is not None:
+                        rows.append(row)
+            self.store.upsert_requests(rows)
+            return len(rows)
+
+
+def group_by_trace(spans: Sequence[SpanRow]) -> dict[bytes, list[SpanRow]]:
+    grouped: dict[bytes, list[SpanRow]] = defaultdict(list)
+    for span in spans:
+        grouped[span.trace_id].append(span)
+    return grouped

@@ -1,0 +1,119 @@
+"""Row shapes of the two tables, shared by the decoder, the store and the ingest step.
+
+The per-component column names are generated from :data:`attribution.COMPONENTS`, so adding a
+component needs a migration and nothing else here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from latencylens_collector.attribution import COMPONENTS
+
+DEFAULT_PROJECT: Final = "default"
+NO_PARENT: Final = bytes(8)
+"""``parent_span_id`` of a span without a parent."""
+
+STATUS_UNSET: Final = 0
+STATUS_OK: Final = 1
+STATUS_ERROR: Final = 2
+STATUS_NAMES: Final = {STATUS_UNSET: "unset", STATUS_OK: "ok", STATUS_ERROR: "error"}
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    """One row of ``spans``. Ids are raw bytes; times are integer ns since the epoch."""
+
+    trace_id: bytes
+    span_id: bytes
+    parent_span_id: bytes
+    service: str
+    name: str
+    span_kind: str
+    kind: str
+    start_ns: int
+    duration_ns: int
+    status_code: int = STATUS_UNSET
+    status_message: str = ""
+    attributes: dict[str, str] = field(default_factory=dict)
+    resource_attributes: dict[str, str] = field(default_factory=dict)
+    project: str = DEFAULT_PROJECT
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + self.duration_ns
+
+    @property
+    def has_parent(self) -> bool:
+        return self.parent_span_id != NO_PARENT
+
+
+SPAN_COLUMNS: Final = (
+    "project",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "service",
+    "name",
+    "span_kind",
+    "kind",
+    "start_time",
+    "duration_ns",
+    "status_code",
+    "status_message",
+    "attributes",
+    "resource_attributes",
+)
+
+
+def span_values(row: SpanRow) -> list[object]:
+    """Values in :data:`SPAN_COLUMNS` order (``start_time`` is inserted as integer ns ticks)."""
+    return [
+        row.project,
+        row.trace_id,
+        row.span_id,
+        row.parent_span_id,
+        row.service,
+        row.name,
+        row.span_kind,
+        row.kind,
+        row.start_ns,
+        row.duration_ns,
+        row.status_code,
+        row.status_message,
+        row.attributes,
+        row.resource_attributes,
+    ]
+
+
+PART_COLUMNS: Final = tuple(f"{name}_ns" for name in COMPONENTS)
+"""Critical-path attribution, one column per component."""
+BUSY_COLUMNS: Final = tuple(f"busy_{name}_ns" for name in COMPONENTS)
+"""Busy (exclusive-time) view, one column per component."""
+
+REQUEST_COLUMNS: Final = (
+    "project",
+    "trace_id",
+    "start_time",
+    "e2e_ns",
+    "service",
+    "name",
+    "model",
+    "provider",
+    "status_error",
+    *PART_COLUMNS,
+    *BUSY_COLUMNS,
+    "provenance",
+    "inconsistent",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "ttft_ns",
+    "itl_ns",
+    "decode_tokens_per_second",
+    "model_calls",
+    "span_count",
+    "computed_at",
+)
+"""Columns of ``requests``; a request row is a dict with exactly these keys."""

@@ -1,0 +1,220 @@
+"""ClickHouse storage behind one small class; chdb (in-process) and a server share the same SQL.
+
+Exceptions::
+
+    StorageError            anything that went wrong talking to ClickHouse
+     └── StorageUnavailable ClickHouse could not be reached (retry later)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import clickhouse_connect
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
+
+from latencylens_collector.rows import (
+    DEFAULT_PROJECT,
+    REQUEST_COLUMNS,
+    SPAN_COLUMNS,
+    SpanRow,
+    span_values,
+)
+from latencylens_collector.settings import Settings, _redact, chdb_path, is_chdb
+
+if TYPE_CHECKING:
+    from latencylens_collector.migrate import Migration
+
+_log = logging.getLogger(__name__)
+
+# chdb runs one engine per process and is not thread-safe: every client call goes through this.
+_CHDB_LOCK = threading.RLock()
+
+
+class StorageError(Exception):
+    """ClickHouse failed; the message says what and where."""
+
+
+class StorageUnavailable(StorageError):
+    """ClickHouse could not be reached; the operation may succeed later."""
+
+
+_SPAN_SELECT = """
+SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
+       toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, status_message,
+       attributes, resource_attributes
+FROM {db}.spans FINAL
+WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+ORDER BY start_ns, span_id
+"""
+
+_REQUEST_FIELDS = ", ".join(
+    [
+        "lower(hex(trace_id)) AS trace_hex",
+        "toUnixTimestamp64Nano(start_time) AS start_ns",
+        *(c for c in REQUEST_COLUMNS if c not in ("trace_id", "start_time", "project", "computed_at")),
+        "computed_at",
+    ]
+)
+
+
+class Store:
+    """LatencyLens's tables in one ClickHouse database. Connects lazily, so the service can start
+    (and answer 503) while ClickHouse is down."""
+
+    def __init__(self, settings: Settings, client: Client | None = None) -> None:
+        self.settings = settings
+        self.database = settings.database
+        self._client = client
+        self._lock: contextlib.AbstractContextManager[Any] = (
+            _CHDB_LOCK if is_chdb(settings.clickhouse_dsn) else contextlib.nullcontext()
+        )
+        self._migrated = False
+
+    @classmethod
+    def connect(cls, settings: Settings) -> Store:
+        """A store whose connection is already open (raises :class:`StorageUnavailable`)."""
+        store = cls(settings)
+        store.client  # noqa: B018 - opens the connection now
+        return store
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = self._open()
+        return self._client
+
+    def _open(self) -> Client:
+        dsn = self.settings.clickhouse_dsn
+        try:
+            with self._lock:
+                if is_chdb(dsn):
+                    chdb_path(dsn).mkdir(parents=True, exist_ok=True)
+                    return clickhouse_connect.get_client(dsn=dsn)
+                return clickhouse_connect.get_client(dsn=dsn, connect_timeout=3, send_receive_timeout=30)
+        except (ClickHouseError, OSError) as exc:
+            raise StorageUnavailable(f"cannot reach ClickHouse at {_redact(dsn)}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[Client]:
+        client = self.client
+        try:
+            with self._lock:
+                yield client
+        except OperationalError as exc:
+            raise StorageUnavailable(f"ClickHouse unreachable while {what}: {exc}") from exc
+        except (ClickHouseError, OSError) as exc:
+            raise StorageError(f"ClickHouse failed while {what}: {exc}") from exc
+
+    # --- generic statements (used by migrations) ------------------------------------------------
+    def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> None:
+        with self._guard("running a command") as client:
+            client.command(sql, parameters=dict(parameters or {}))
+
+    def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self._guard("querying") as client:
+            return list(client.query(sql, parameters=dict(parameters or {})).named_results())
+
+    def insert(self, table: str, rows: Sequence[Sequence[Any]], column_names: Sequence[str]) -> None:
+        if not rows:
+            return
+        with self._guard(f"inserting into {table}") as client:
+            client.insert(f"{self.database}.{table}", rows, column_names=list(column_names))
+
+    # --- schema -----------------------------------------------------------------------------------
+    def migrate(self) -> list[Migration]:
+        """Apply pending migrations; returns the ones applied now."""
+        from latencylens_collector.migrate import apply_migrations
+
+        applied = apply_migrations(self)
+        self._migrated = True
+        return applied
+
+    def ensure_ready(self) -> None:
+        """Migrate once per store, retried on the next call when ClickHouse was down."""
+        if not self._migrated:
+            self.migrate()
+
+    # --- spans --------------------------------------------------------------------------------------
+    def insert_spans(self, rows: Sequence[SpanRow]) -> None:
+        self.insert("spans", [span_values(row) for row in rows], SPAN_COLUMNS)
+
+    def spans_of_traces(self, trace_ids: Iterable[bytes], project: str = DEFAULT_PROJECT) -> list[SpanRow]:
+        """Every stored span of these traces (deduplicated), in start order, in one query."""
+        ids = sorted(set(trace_ids))
+        if not ids:
+            return []
+        rows = self.query(_SPAN_SELECT.format(db=self.database), {"project": project, "trace_ids": ids})
+        return [SpanRow(**row) for row in rows]
+
+    # --- requests -----------------------------------------------------------------------------------
+    def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Write request rows; a newer ``computed_at`` replaces an older row of the same trace."""
+        self.insert("requests", [[row[c] for c in REQUEST_COLUMNS] for row in rows], REQUEST_COLUMNS)
+
+    def list_requests(
+        self,
+        *,
+        since_ns: int,
+        until_ns: int,
+        service: str | None = None,
+        model: str | None = None,
+        min_e2e_ns: int | None = None,
+        limit: int = 50,
+        project: str = DEFAULT_PROJECT,
+    ) -> list[dict[str, Any]]:
+        """Requests started in [since, until), slowest first. Every filter is a bound parameter."""
+        outer = ["1"]
+        params: dict[str, Any] = {
+            "project": project,
+            "since": since_ns,
+            "until": until_ns,
+            "limit": limit,
+        }
+        if service:
+            outer.append("service = {service:String}")
+            params["service"] = service
+        if model:
+            outer.append("model = {model:String}")
+            params["model"] = model
+        if min_e2e_ns is not None:
+            outer.append("e2e_ns >= {min_e2e:Int64}")
+            params["min_e2e"] = min_e2e_ns
+        sql = f"""
+        SELECT * FROM (
+            SELECT {_REQUEST_FIELDS} FROM {self.database}.requests FINAL
+            WHERE project = {{project:String}}
+              AND start_time >= fromUnixTimestamp64Nano({{since:Int64}}, 'UTC')
+              AND start_time < fromUnixTimestamp64Nano({{until:Int64}}, 'UTC')
+            ORDER BY computed_at DESC LIMIT 1 BY trace_hex
+        )
+        WHERE {" AND ".join(outer)}
+        ORDER BY e2e_ns DESC, trace_hex
+        LIMIT {{limit:UInt32}}
+        """
+        return self.query(sql, params)
+
+    def get_request(self, trace_id: bytes, project: str = DEFAULT_PROJECT) -> dict[str, Any] | None:
+        """The latest request row of one trace, or None."""
+        sql = f"""
+        SELECT {_REQUEST_FIELDS} FROM {self.database}.requests FINAL
+        WHERE project = {{project:String}} AND trace_id = unhex({{trace_id:String}})
+        ORDER BY computed_at DESC LIMIT 1
+        """
+        rows = self.query(sql, {"project": project, "trace_id": trace_id.hex()})
+        return rows[0] if rows else None
+
+    def close(self) -> None:
+        if self._client is not None and not is_chdb(self.settings.clickhouse_dsn):
+            # chdb clients share one process-wide engine; closing one would close it for all.
+            with contextlib.suppress(Exception):
+                self._client.close()
+        self._client = None
+
+
+__all__ = ["StorageError", "StorageUnavailable", "Store"]

@@ -1,0 +1,30 @@
+"""The same store against a ClickHouse server (set LATENCYLENS_TEST_CLICKHOUSE_URL to run)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from otlp_builders import chat_trace, export_request, recent_base_ns
+
+from latencylens_collector import otlp
+from latencylens_collector.ingest import Ingestor
+from latencylens_collector.settings import Settings
+from latencylens_collector.storage import Store
+
+
+def test_store_on_a_server(clickhouse_server_url: str) -> None:
+    database = f"latencylens_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    store = Store.connect(Settings(clickhouse_dsn=clickhouse_server_url, database=database, environ={}))
+    try:
+        assert store.migrate()
+        assert store.migrate() == []
+        batch = otlp.flatten(export_request(chat_trace(recent_base_ns())))
+        assert Ingestor(store).ingest(batch.spans) == 1
+        trace_id = batch.spans[0].trace_id
+        assert len(store.spans_of_traces([trace_id])) == 4
+        row = store.get_request(trace_id)
+        assert row is not None and row["span_count"] == 4
+    finally:
+        store.command(f"DROP DATABASE IF EXISTS {database}")
+        store.close()
