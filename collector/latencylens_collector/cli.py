@@ -42,6 +42,11 @@ SLOW_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+COMMAND_MODULES: tuple[str, ...] = ()
+"""Modules that add subcommands: each has ``register(subparsers)``, which adds its parsers and sets
+``handler`` (a function of the parsed args returning an exit code) with ``set_defaults``."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="latencylens",
@@ -93,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"collector port (default {DEFAULT_PORT})"
     )
-    demo.add_argument("--data-dir", help="directory for the embedded database (default a temporary one)")
+    demo.add_argument("--data-dir", help="directory for the embedded database (default ./.latencylens/data)")
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(sub)
     return parser
 
 
@@ -109,7 +116,8 @@ def _storage_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"serve": _serve, "migrate": _migrate, "slow": _slow, "demo": _demo}
-    return handlers[args.command](args)
+    handler = getattr(args, "handler", None) or handlers[args.command]
+    return int(handler(args) or 0)
 
 
 def _serve(args: argparse.Namespace) -> int:

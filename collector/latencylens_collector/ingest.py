@@ -11,18 +11,17 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from latencylens import semconv
 from latencylens_collector.attribution import (
     COMPONENTS,
     KIND_MODEL,
-    ModelTiming,
     RequestBreakdown,
     SpanNode,
     attribute_request,
 )
+from latencylens_collector.conventions import TOKEN_KEYS, first_int, model_name, model_timing, provider_name
 from latencylens_collector.rows import STATUS_ERROR, SpanRow
 from latencylens_collector.storage import Store
 
@@ -32,47 +31,6 @@ Clock = Callable[[], int]
 
 def span_hex(span_id: bytes) -> str:
     return span_id.hex()
-
-
-def parse_int(value: str | None) -> int | None:
-    """An attribute value as an integer (attributes are stored as text)."""
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return round(float(value))
-    except (ValueError, OverflowError):
-        return None
-
-
-def first_int(attributes: Mapping[str, str], *keys: str) -> int | None:
-    for key in keys:
-        value = parse_int(attributes.get(key))
-        if value is not None:
-            return value
-    return None
-
-
-def model_timing(attributes: Mapping[str, str]) -> ModelTiming:
-    """What the SDK recorded about a model call's server time and stream."""
-    first = parse_int(attributes.get(semconv.STREAM_FIRST_CONTENT_NS))
-    if first is None:
-        try:
-            seconds = float(attributes[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK])
-            first = round(seconds * 1e9)
-        except (KeyError, ValueError, OverflowError):
-            first = None
-    return ModelTiming(
-        queue_ns=parse_int(attributes.get(semconv.PROVIDER_QUEUE_NS)),
-        prefill_ns=parse_int(attributes.get(semconv.PROVIDER_PREFILL_NS)),
-        decode_ns=parse_int(attributes.get(semconv.PROVIDER_DECODE_NS)),
-        server_total_ns=parse_int(attributes.get(semconv.PROVIDER_SERVER_TOTAL_NS)),
-        first_content_ns=first,
-        last_chunk_ns=parse_int(attributes.get(semconv.STREAM_LAST_CHUNK_NS)),
-    )
 
 
 def span_node(row: SpanRow) -> SpanNode:
@@ -107,8 +65,8 @@ def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str
         "e2e_ns": breakdown.e2e_ns,
         "service": root.service,
         "name": root.name,
-        "model": _model_name(primary),
-        "provider": _provider(primary),
+        "model": model_name(primary.attributes) if primary else "",
+        "provider": provider_name(primary.attributes) if primary else "",
         "status_error": int(root.status_code == STATUS_ERROR),
         "provenance": dict(breakdown.provenance),
         "inconsistent": int(breakdown.inconsistent),
@@ -132,28 +90,6 @@ def _primary_model(models: Sequence[SpanRow], breakdown: RequestBreakdown) -> Sp
         models,
         key=lambda row: (breakdown.span_critical_ns.get(span_hex(row.span_id), 0), row.duration_ns),
     )
-
-
-def _model_name(row: SpanRow | None) -> str:
-    if row is None:
-        return ""
-    attrs = row.attributes
-    return attrs.get(semconv.GEN_AI_RESPONSE_MODEL) or attrs.get(semconv.GEN_AI_REQUEST_MODEL) or ""
-
-
-def _provider(row: SpanRow | None) -> str:
-    if row is None:
-        return ""
-    attrs = row.attributes
-    return attrs.get(semconv.GEN_AI_PROVIDER_NAME) or attrs.get(semconv.GEN_AI_SYSTEM_DEPRECATED) or ""
-
-
-# Usage keys per row column; the deprecated names (vLLM, older instrumentations) are fallbacks.
-TOKEN_KEYS: dict[str, tuple[str, ...]] = {
-    "input_tokens": (semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.GEN_AI_USAGE_PROMPT_TOKENS_DEPRECATED),
-    "output_tokens": (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.GEN_AI_USAGE_COMPLETION_TOKENS_DEPRECATED),
-    "cache_read_input_tokens": (semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,),
-}
 
 
 def token_totals(models: Sequence[SpanRow]) -> dict[str, int]:

@@ -24,19 +24,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import SERVICE_NAME
 
-from latencylens import semconv
+from latencylens_collector.conventions import classify
 from latencylens_collector.rows import DEFAULT_PROJECT, NO_PARENT, SpanRow
 
 UNKNOWN_SERVICE: Final = "unknown_service"
-KIND_OTHER: Final = "other"
-KNOWN_KINDS: Final = frozenset(
-    {semconv.KIND_REQUEST, semconv.KIND_MODEL, semconv.KIND_RETRIEVAL, semconv.KIND_TOOL, KIND_OTHER}
-)
-# gen_ai.operation.name values that are a model call (GenAI semantic conventions).
-MODEL_OPERATIONS: Final = frozenset(
-    {semconv.OPERATION_CHAT, semconv.OPERATION_TEXT_COMPLETION, semconv.OPERATION_GENERATE_CONTENT}
-)
-
 _SPAN_KINDS: Final = {
     Span.SPAN_KIND_UNSPECIFIED: "unspecified",
     Span.SPAN_KIND_INTERNAL: "internal",
@@ -173,21 +164,6 @@ def span_row(span: Span, service: str, resource: dict[str, str], project: str) -
         attributes=attributes,
         resource_attributes=resource,
     )
-
-
-def classify(attributes: dict[str, str], has_parent: bool) -> str:
-    """Our span kind: explicit ``latencylens.span.kind``, else from the GenAI operation name."""
-    explicit = attributes.get(semconv.SPAN_KIND)
-    if explicit in KNOWN_KINDS:
-        return explicit
-    operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
-    if operation in MODEL_OPERATIONS:
-        return semconv.KIND_MODEL
-    if operation == semconv.OPERATION_RETRIEVAL:
-        return semconv.KIND_RETRIEVAL
-    if operation == semconv.OPERATION_EXECUTE_TOOL:
-        return semconv.KIND_TOOL
-    return KIND_OTHER if has_parent else semconv.KIND_REQUEST
 
 
 def attributes_to_dict(attributes: Iterable[KeyValue]) -> dict[str, str]:

@@ -8,7 +8,8 @@ from otlp_builders import EXPECTED_PARTS_MS, MS, chat_trace, export_request
 from latencylens import semconv
 from latencylens_collector import otlp
 from latencylens_collector.attribution import COMPONENTS
-from latencylens_collector.ingest import build_request_row, model_timing, parse_int, stream_metrics
+from latencylens_collector.conventions import model_timing, parse_int
+from latencylens_collector.ingest import build_request_row, stream_metrics
 from latencylens_collector.rows import REQUEST_COLUMNS, SpanRow
 
 BASE = 1_700_000_000_000_000_000

@@ -36,7 +36,17 @@ def get_now(request: Request) -> datetime:
     return datetime.fromtimestamp(clock() / 1e9, tz=timezone.utc)
 
 
+DEFAULT_PROJECT = "default"
+
+
+def get_project(request: Request) -> str:
+    """The project the caller may see and write; every query filters on it."""
+    return DEFAULT_PROJECT
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
 IngestorDep = Annotated[Ingestor, Depends(get_ingestor)]
 NowDep = Annotated[datetime, Depends(get_now)]
+ProjectDep = Annotated[str, Depends(get_project)]
+"""The caller's project: pass it to every query and every insert."""
