@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from opentelemetry import context as otel_context
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from latencylens_collector import __version__
+from latencylens_collector import __version__, metrics
 from latencylens_collector.api.deps import RETRY_AFTER_SECONDS
 from latencylens_collector.api.routes import health, otlp, requests
 from latencylens_collector.ingest import Clock, Ingestor
@@ -61,6 +61,7 @@ def create_app(
     app.include_router(otlp.router)
     app.include_router(requests.router)
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.add_exception_handler(StorageError, _storage_error)
     return app
 

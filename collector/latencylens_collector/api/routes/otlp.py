@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from latencylens_collector import otlp
-from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, IngestorDep, SettingsDep
+from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, IngestorDep, ProjectDep, SettingsDep
 from latencylens_collector.storage import StorageError
 
 _log = logging.getLogger(__name__)
@@ -45,7 +45,9 @@ class _Rejected(Exception):
         503: {"description": "Storage unavailable; retry after Retry-After seconds."},
     },
 )
-async def export_traces(request: Request, settings: SettingsDep, ingestor: IngestorDep) -> Response:
+async def export_traces(
+    request: Request, settings: SettingsDep, ingestor: IngestorDep, project: ProjectDep
+) -> Response:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     as_json = _CONTENT_TYPES.get(content_type)
     if as_json is None:
@@ -54,7 +56,7 @@ async def export_traces(request: Request, settings: SettingsDep, ingestor: Inges
     try:
         body = await _read_body(request, settings.max_body_bytes)
         export = otlp.parse_json(body) if as_json else otlp.parse_protobuf(body)
-        batch = otlp.flatten(export)
+        batch = otlp.flatten(export, project=project)
         await run_in_threadpool(ingestor.ingest, batch.spans)
     except _Rejected as exc:
         return _error(exc.http_status, exc.code, exc.message, as_json)
