@@ -14,11 +14,12 @@ from types import TracebackType
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from latencylens import semconv
+from latencylens._callctx import CallRecord, call_context
 from latencylens._guard import internal_error, mark_failed
+from latencylens._streamstats import inter_token_latency_ns, output_tokens_per_second, summarize_gaps
 from latencylens.providers._base import StreamState
 
 _OWN_PREFIX = "_ll_"
@@ -45,28 +46,39 @@ class _StreamProxy:
         "_ll_done",
         "_ll_errors",
         "_ll_first",
+        "_ll_gaps",
         "_ll_inner",
         "_ll_it",
         "_ll_last",
         "_ll_measure",
+        "_ll_prev",
         "_ll_span",
         "_ll_start",
         "_ll_state",
     )
 
     def __init__(
-        self, inner: Any, it: Any, span: Span, start_ns: int, state: StreamState | None, measure: bool
+        self,
+        inner: Any,
+        it: Any,
+        span: Span,
+        start_ns: int,
+        state: StreamState | None,
+        measure: bool,
+        record: CallRecord | None = None,
     ) -> None:
         self._ll_inner = inner
         self._ll_it = it
         self._ll_span = span
-        self._ll_ctx = trace.set_span_in_context(span)
+        self._ll_ctx = call_context(span, record)
         self._ll_start = start_ns
         self._ll_state = state
         self._ll_measure = measure
         self._ll_chunks = 0
         self._ll_content = 0
         self._ll_first: int | None = None
+        self._ll_prev = 0
+        self._ll_gaps: list[int] = []
         self._ll_last: int | None = None
         self._ll_errors = 0
         self._ll_done = False
@@ -84,7 +96,11 @@ class _StreamProxy:
             self._ll_finish(False, None)
 
     def _ll_record(self, chunk: Any) -> None:
-        """Note one chunk's arrival; only called when measuring (model calls)."""
+        """Note one chunk's arrival; only called when measuring (model calls).
+
+        Per chunk: one clock read, the adapter's content check, and for content chunks after the
+        first, one appended integer gap. All summarising waits for the end of the stream.
+        """
         now = time.time_ns()
         self._ll_chunks += 1
         self._ll_last = now
@@ -101,6 +117,9 @@ class _StreamProxy:
             self._ll_content += 1
             if self._ll_first is None:
                 self._ll_first = now
+            else:
+                self._ll_gaps.append(now - self._ll_prev)
+            self._ll_prev = now
 
     def _ll_finish(self, completed: bool, exc: BaseException | None) -> None:
         """Set the stream attributes and end the span, once."""
@@ -109,8 +128,9 @@ class _StreamProxy:
         self._ll_done = True
         span = self._ll_span
         try:
+            failed = exc is not None and not isinstance(exc, GeneratorExit)
             if self._ll_measure:
-                span.set_attributes(self._ll_attributes(completed))
+                span.set_attributes(self._ll_attributes(completed, failed))
             if exc is not None and not isinstance(exc, GeneratorExit):
                 mark_failed(span, exc)
         except Exception:
@@ -118,28 +138,62 @@ class _StreamProxy:
         finally:
             span.end()
 
-    def _ll_attributes(self, completed: bool) -> dict[str, Any]:
+    def _ll_attributes(self, completed: bool, failed: bool) -> dict[str, Any]:
         start = self._ll_start
+        if completed:
+            end_reason = semconv.END_COMPLETED
+        else:
+            end_reason = semconv.END_ERROR if failed else semconv.END_ABANDONED
         attributes: dict[str, Any] = {
             semconv.GEN_AI_REQUEST_STREAM: True,
             semconv.STREAM_CHUNKS: self._ll_chunks,
             semconv.STREAM_CONTENT_CHUNKS: self._ll_content,
             semconv.STREAM_COMPLETED: completed,
+            semconv.STREAM_END_REASON: end_reason,
         }
-        if self._ll_first is not None:
-            attributes[semconv.STREAM_FIRST_CONTENT_NS] = self._ll_first - start
-            attributes[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (self._ll_first - start) / 1e9
-        if self._ll_last is not None:
-            attributes[semconv.STREAM_LAST_CHUNK_NS] = self._ll_last - start
+        output_tokens: int | None = None
         if self._ll_state is not None:
             try:
-                attributes.update(self._ll_state.usage().to_attributes())
+                usage = self._ll_state.usage()
+                output_tokens = usage.output_tokens
+                attributes.update(usage.to_attributes())
             except Exception:
                 self._ll_errors += 1
                 internal_error("stream usage")
+        first, last = self._ll_first, self._ll_last
+        if first is not None:
+            attributes[semconv.STREAM_FIRST_CONTENT_NS] = first - start
+            attributes[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (first - start) / 1e9
+            attributes[semconv.PROVENANCE_TTFT] = semconv.SOURCE_MEASURED
+        if last is not None:
+            attributes[semconv.STREAM_LAST_CHUNK_NS] = last - start
+        if first is not None and last is not None:
+            self._ll_timing(attributes, first, last, output_tokens)
         if self._ll_errors:
             attributes[semconv.PROVIDER_EXTRACT_ERRORS] = self._ll_errors
         return attributes
+
+    def _ll_timing(
+        self, attributes: dict[str, Any], first: int, last: int, output_tokens: int | None
+    ) -> None:
+        """ITL, output rate and gap percentiles, computed once from the recorded integers."""
+        tokens, source = output_tokens, semconv.SOURCE_MEASURED
+        if tokens is None:
+            tokens, source = self._ll_content, semconv.SOURCE_ESTIMATED
+        itl = inter_token_latency_ns(first, last, tokens)
+        if itl is not None:
+            attributes[semconv.STREAM_ITL_NS] = itl
+            attributes[semconv.PROVENANCE_ITL] = source
+        rate = output_tokens_per_second(tokens, last - self._ll_start)
+        if rate is not None:
+            attributes[semconv.STREAM_OUTPUT_TOKENS_PER_SECOND] = rate
+        gaps = summarize_gaps(self._ll_gaps)
+        if gaps is not None:
+            attributes[semconv.STREAM_GAP_MEAN_NS] = gaps.mean_ns
+            attributes[semconv.STREAM_GAP_P50_NS] = gaps.p50_ns
+            attributes[semconv.STREAM_GAP_P90_NS] = gaps.p90_ns
+            attributes[semconv.STREAM_GAP_P99_NS] = gaps.p99_ns
+            attributes[semconv.STREAM_GAP_MAX_NS] = gaps.max_ns
 
 
 class SpanStream(_StreamProxy):
@@ -148,9 +202,16 @@ class SpanStream(_StreamProxy):
     __slots__ = ()
 
     def __init__(
-        self, inner: Any, span: Span, start_ns: int, state: StreamState | None = None, measure: bool = True
+        self,
+        inner: Any,
+        span: Span,
+        start_ns: int,
+        state: StreamState | None = None,
+        measure: bool = True,
+        record: CallRecord | None = None,
     ) -> None:
-        super().__init__(inner, inner, span, start_ns, state, measure)
+        it = inner if hasattr(type(inner), "__next__") else iter(inner)
+        super().__init__(inner, it, span, start_ns, state, measure, record)
 
     def __iter__(self) -> SpanStream:
         return self
@@ -208,10 +269,16 @@ class AsyncSpanStream(_StreamProxy):
     __slots__ = ()
 
     def __init__(
-        self, inner: Any, span: Span, start_ns: int, state: StreamState | None = None, measure: bool = True
+        self,
+        inner: Any,
+        span: Span,
+        start_ns: int,
+        state: StreamState | None = None,
+        measure: bool = True,
+        record: CallRecord | None = None,
     ) -> None:
         it = inner if hasattr(type(inner), "__anext__") else inner.__aiter__()
-        super().__init__(inner, it, span, start_ns, state, measure)
+        super().__init__(inner, it, span, start_ns, state, measure, record)
 
     def __aiter__(self) -> AsyncSpanStream:
         return self

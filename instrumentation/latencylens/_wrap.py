@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -20,6 +21,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from latencylens import semconv
+from latencylens._callctx import CallRecord, call_context, flags
 from latencylens._guard import internal_error, internal_errors, mark_failed
 from latencylens._stream import AsyncSpanStream, SpanStream, is_async_stream, is_sync_stream
 from latencylens._version import __version__
@@ -137,7 +139,8 @@ def _instrument(
             span, start = _start(span_name, kind, attributes)
             if span is None:
                 return await func(*args, **kwargs)
-            token = otel_context.attach(trace.set_span_in_context(span))
+            record = CallRecord(span) if model and flags.hooks_installed else None
+            token = otel_context.attach(call_context(span, record))
             try:
                 result = await func(*args, **kwargs)
             except BaseException as exc:
@@ -146,7 +149,7 @@ def _instrument(
                 raise
             otel_context.detach(token)
             if model:
-                return _model_result(span, start, adapter, result)
+                return finish_model_call(span, start, adapter, result, record, from_async=True)
             span.end()
             return result
 
@@ -157,7 +160,8 @@ def _instrument(
         span, start = _start(span_name, kind, attributes)
         if span is None:
             return func(*args, **kwargs)
-        token = otel_context.attach(trace.set_span_in_context(span))
+        record = CallRecord(span) if model and flags.hooks_installed else None
+        token = otel_context.attach(call_context(span, record))
         try:
             result = func(*args, **kwargs)
         except BaseException as exc:
@@ -166,11 +170,32 @@ def _instrument(
             raise
         otel_context.detach(token)
         if model:
-            return _model_result(span, start, adapter, result)
+            return finish_model_call(span, start, adapter, result, record)
         span.end()
         return result
 
     return cast(F, wrapper)
+
+
+def start_model_span(
+    provider: str, model: str | None, operation: str, extra: dict[str, Any] | None = None
+) -> tuple[Span | None, int]:
+    """Start a model-call span the way :func:`model_call` does, for the SDK and HTTP hooks."""
+    attributes: dict[str, Any] = {
+        semconv.SPAN_KIND: semconv.KIND_MODEL,
+        semconv.GEN_AI_OPERATION_NAME: operation,
+        semconv.GEN_AI_PROVIDER_NAME: provider,
+    }
+    if model is not None:
+        attributes[semconv.GEN_AI_REQUEST_MODEL] = model
+    if extra:
+        attributes.update(extra)
+    return _start(f"{operation} {model}" if model else operation, SpanKind.CLIENT, attributes)
+
+
+def fail_model_span(span: Span, exc: BaseException) -> None:
+    """Record the caller-visible exception on ``span`` and end it."""
+    _fail(span, exc)
 
 
 def _start(name: str, kind: SpanKind, attributes: dict[str, Any]) -> tuple[Span | None, int]:
@@ -188,16 +213,35 @@ def _fail(span: Span, exc: BaseException) -> None:
     span.end()
 
 
-def _model_result(span: Span, start: int, adapter: ProviderAdapter | None, result: Any) -> Any:
-    """Read usage from a response, or hand a stream back wrapped (the proxy then ends the span)."""
+def finish_model_call(
+    span: Span,
+    start: int,
+    adapter: ProviderAdapter | None,
+    result: Any,
+    record: CallRecord | None = None,
+    from_async: bool = False,
+) -> Any:
+    """Read usage from a response, or hand a stream back wrapped (the proxy then ends the span).
+
+    ``result`` is returned as is; only a stream is exchanged for a proxy that yields the same
+    chunks (for Bedrock's ``{"stream": ...}`` container, the proxy replaces the container's stream).
+    An object iterable both ways (another instrumentation's proxy, say) is taken the way the call
+    was made: asynchronously from a coroutine, synchronously otherwise.
+    """
     try:
         if span.is_recording():
-            if is_async_stream(result):
-                return _wrap_stream(result, span, start, adapter, True, True)
-            if is_sync_stream(result):
-                return _wrap_stream(result, span, start, adapter, True, False)
+            sync, asynchronous = is_sync_stream(result), is_async_stream(result)
+            if asynchronous and (from_async or not sync):
+                return _wrap_stream(result, span, start, adapter, True, True, record)
+            if sync:
+                return _wrap_stream(result, span, start, adapter, True, False, record)
             if adapter is not None:
-                usage_attributes = adapter.extract(result).to_attributes()
+                if adapter.find_stream(result) is not None:
+                    inner = result["stream"]
+                    result["stream"] = _wrap_stream(inner, span, start, adapter, True, False, record)
+                    return result
+                body, headers = _body_and_headers(result, record)
+                usage_attributes = adapter.extract(body, headers).to_attributes()
                 usage_attributes[semconv.GEN_AI_REQUEST_STREAM] = False
                 span.set_attributes(usage_attributes)
     except Exception:
@@ -206,8 +250,27 @@ def _model_result(span: Span, start: int, adapter: ProviderAdapter | None, resul
     return result
 
 
+def _body_and_headers(result: Any, record: CallRecord | None) -> tuple[Any, Any]:
+    """The parsed body and HTTP headers: an httpx ``Response`` returned as is gives both."""
+    headers = record.headers if record is not None else None
+    cls = type(result)
+    if cls.__name__ == "Response" and cls.__module__.startswith(("httpx", "httpx2")):
+        try:
+            content = result.content
+        except Exception:  # body not read (a streamed response): headers only
+            return None, result.headers
+        return (json.loads(content) if content else None), result.headers
+    return result, headers
+
+
 def _wrap_stream(
-    stream: Any, span: Span, start: int, adapter: ProviderAdapter | None, measure: bool, is_async: bool
+    stream: Any,
+    span: Span,
+    start: int,
+    adapter: ProviderAdapter | None,
+    measure: bool,
+    is_async: bool,
+    record: CallRecord | None = None,
 ) -> Any:
     """The stream behind a proxy that owns ``span``; the bare stream if that cannot be built."""
     try:
@@ -216,8 +279,8 @@ def _wrap_stream(
             return stream
         state = adapter.new_stream_state() if adapter is not None else None
         if is_async:
-            return AsyncSpanStream(stream, span, start, state, measure)
-        return SpanStream(stream, span, start, state, measure)
+            return AsyncSpanStream(stream, span, start, state, measure, record)
+        return SpanStream(stream, span, start, state, measure, record)
     except Exception:
         _extract_failed(span)
         span.end()

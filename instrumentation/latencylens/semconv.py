@@ -44,6 +44,8 @@ ERROR_TYPE: Final = "error.type"
 """Class of the error that ended the operation."""
 SERVER_ADDRESS: Final = "server.address"
 """Host the model call went to."""
+SERVER_PORT: Final = "server.port"
+"""Port the model call went to."""
 
 # Deprecated GenAI names still emitted by some producers (vLLM, older instrumentations).
 GEN_AI_SYSTEM_DEPRECATED: Final = "gen_ai.system"
@@ -79,6 +81,8 @@ PROVIDER_DECODE_NS: Final = "latencylens.provider.decode_ns"
 """ns the provider spent generating output tokens (decode), as reported."""
 PROVIDER_SERVER_TOTAL_NS: Final = "latencylens.provider.server_total_ns"
 """ns of all server-side time for the call (queue included), as reported or summed from reports."""
+PROVIDER_INFERENCE_NS: Final = "latencylens.provider.inference_ns"
+"""ns of prefill + decode together, where the provider does not split them (TGI ``x-inference-time``)."""
 PROVIDER_FIELDS_REPORTED: Final = "latencylens.provider.fields_reported"
 """Provider fields the adapter found in the response (string array), e.g. ``usage.queue_time``."""
 PROVIDER_FIELDS_MISSING: Final = "latencylens.provider.fields_missing"
@@ -97,6 +101,51 @@ STREAM_CONTENT_CHUNKS: Final = "latencylens.stream.content_chunks"
 """Number of chunks that carried non-empty content."""
 STREAM_COMPLETED: Final = "latencylens.stream.completed"
 """False when the caller abandoned the stream or it failed before the end."""
+STREAM_END_REASON: Final = "latencylens.stream.end_reason"
+"""How the stream ended: ``completed``, ``abandoned`` (closed or dropped early) or ``error``."""
+STREAM_ITL_NS: Final = "latencylens.stream.itl_ns"
+"""Inter-token latency, ns (NVIDIA): (last chunk − first content chunk) / (output tokens − 1)."""
+STREAM_OUTPUT_TOKENS_PER_SECOND: Final = "latencylens.stream.output_tokens_per_second"
+"""Output tokens per second of this request (double): output tokens / (last chunk − call start)."""
+STREAM_GAP_MEAN_NS: Final = "latencylens.stream.gap.mean_ns"
+"""Mean ns between consecutive content chunks (integer, rounded down)."""
+STREAM_GAP_P50_NS: Final = "latencylens.stream.gap.p50_ns"
+"""Median ns between consecutive content chunks (nearest-rank percentile)."""
+STREAM_GAP_P90_NS: Final = "latencylens.stream.gap.p90_ns"
+"""90th percentile ns between consecutive content chunks (nearest-rank)."""
+STREAM_GAP_P99_NS: Final = "latencylens.stream.gap.p99_ns"
+"""99th percentile ns between consecutive content chunks (nearest-rank)."""
+STREAM_GAP_MAX_NS: Final = "latencylens.stream.gap.max_ns"
+"""Longest ns between consecutive content chunks (the worst stall the user saw)."""
+
+# Provenance of each timing: was it reported by the provider, derived from reported fields, or measured
+# on the client clock? Values are the PROVENANCE_* constants below.
+PROVENANCE_QUEUE: Final = "latencylens.provenance.queue"
+"""Source of ``latencylens.provider.queue_ns``."""
+PROVENANCE_PREFILL: Final = "latencylens.provenance.prefill"
+"""Source of ``latencylens.provider.prefill_ns``."""
+PROVENANCE_DECODE: Final = "latencylens.provenance.decode"
+"""Source of ``latencylens.provider.decode_ns``."""
+PROVENANCE_INFERENCE: Final = "latencylens.provenance.inference"
+"""Source of ``latencylens.provider.inference_ns``."""
+PROVENANCE_SERVER_TOTAL: Final = "latencylens.provenance.server_total"
+"""Source of ``latencylens.provider.server_total_ns``."""
+PROVENANCE_TTFT: Final = "latencylens.provenance.ttft"
+"""Source of ``latencylens.stream.first_content_ns`` (always ``measured``)."""
+PROVENANCE_ITL: Final = "latencylens.provenance.itl"
+"""Source of ``latencylens.stream.itl_ns``: ``measured`` (token count from usage) or ``estimated``
+(usage never came, so content chunks stand in for tokens)."""
+
+# Provenance values.
+SOURCE_REPORTED: Final = "reported"
+SOURCE_DERIVED: Final = "derived"
+SOURCE_MEASURED: Final = "measured"
+SOURCE_ESTIMATED: Final = "estimated"
+
+# Values of latencylens.stream.end_reason.
+END_COMPLETED: Final = "completed"
+END_ABANDONED: Final = "abandoned"
+END_ERROR: Final = "error"
 
 ALL_OWN_ATTRIBUTES: Final = (
     SPAN_KIND,
@@ -112,5 +161,21 @@ ALL_OWN_ATTRIBUTES: Final = (
     STREAM_CHUNKS,
     STREAM_CONTENT_CHUNKS,
     STREAM_COMPLETED,
+    PROVIDER_INFERENCE_NS,
+    STREAM_END_REASON,
+    STREAM_ITL_NS,
+    STREAM_OUTPUT_TOKENS_PER_SECOND,
+    STREAM_GAP_MEAN_NS,
+    STREAM_GAP_P50_NS,
+    STREAM_GAP_P90_NS,
+    STREAM_GAP_P99_NS,
+    STREAM_GAP_MAX_NS,
+    PROVENANCE_QUEUE,
+    PROVENANCE_PREFILL,
+    PROVENANCE_DECODE,
+    PROVENANCE_INFERENCE,
+    PROVENANCE_SERVER_TOTAL,
+    PROVENANCE_TTFT,
+    PROVENANCE_ITL,
 )
 """Every ``latencylens.`` name above, for tests that pin the namespace."""

@@ -17,6 +17,12 @@ HEAVY_MODULES = (
     "openai",
     "groq",
     "anthropic",
+    "cerebras",
+    "ollama",
+    "boto3",
+    "google.genai",
+    "httpx",
+    "httpx2",
     "opentelemetry.sdk.trace",
     "opentelemetry.exporter.otlp.proto.http",
 )
@@ -24,9 +30,17 @@ HEAVY_MODULES = (
 
 def test_public_api_is_pinned() -> None:
     assert latencylens.__all__ == [
+        "Instrumentation",
+        "MissingDependencyError",
         "Usage",
         "__version__",
         "configure",
+        "instrument_anthropic",
+        "instrument_cerebras",
+        "instrument_groq",
+        "instrument_httpx",
+        "instrument_ollama",
+        "instrument_openai",
         "model_call",
         "request",
         "retrieval",

@@ -92,6 +92,10 @@ EXPECTED_COMMON = {
     semconv.PROVIDER_PREFILL_NS: 680_594,
     semconv.PROVIDER_DECODE_NS: 463_333_333,
     semconv.PROVIDER_SERVER_TOTAL_NS: 501_507_683,
+    semconv.PROVENANCE_QUEUE: semconv.SOURCE_REPORTED,
+    semconv.PROVENANCE_PREFILL: semconv.SOURCE_REPORTED,
+    semconv.PROVENANCE_DECODE: semconv.SOURCE_REPORTED,
+    semconv.PROVENANCE_SERVER_TOTAL: semconv.SOURCE_DERIVED,  # queue_time + total_time
 }
 TIMED_FIELDS = (
     "prompt_tokens",
@@ -139,12 +143,22 @@ def test_streaming_call(client: openai.OpenAI, spans: Spans) -> None:
     ttfc = values.pop(semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK)
     assert 0 < first <= last <= (span.end_time or 0) - (span.start_time or 0)
     assert ttfc == first / 1e9
+    # 556 output tokens from x_groq.usage: ITL = (last − first) // 555; rate = 556 / e2e seconds.
+    assert values.pop(semconv.STREAM_ITL_NS) == (last - first) // 555
+    assert values.pop(semconv.STREAM_OUTPUT_TOKENS_PER_SECOND) == 556 * 1e9 / last
+    gap = values.pop(semconv.STREAM_GAP_MAX_NS)  # two content chunks: one gap
+    for key in (semconv.STREAM_GAP_MEAN_NS, semconv.STREAM_GAP_P50_NS, semconv.STREAM_GAP_P90_NS):
+        assert values.pop(key) == gap
+    assert values.pop(semconv.STREAM_GAP_P99_NS) == gap
     assert values == {
         **EXPECTED_COMMON,
         semconv.GEN_AI_REQUEST_STREAM: True,
         semconv.STREAM_CHUNKS: 4,
         semconv.STREAM_CONTENT_CHUNKS: 2,
         semconv.STREAM_COMPLETED: True,
+        semconv.STREAM_END_REASON: "completed",
+        semconv.PROVENANCE_TTFT: "measured",
+        semconv.PROVENANCE_ITL: "measured",
         semconv.PROVIDER_FIELDS_REPORTED: tuple(f"x_groq.usage.{name}" for name in TIMED_FIELDS),
     }
 

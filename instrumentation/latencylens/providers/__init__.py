@@ -12,8 +12,21 @@ import importlib
 from latencylens.providers._base import ProviderAdapter
 
 _REGISTRY: dict[str, tuple[str, str]] = {
+    "anthropic": ("latencylens.providers.anthropic", "AnthropicAdapter"),
+    "aws.bedrock": ("latencylens.providers.bedrock", "BedrockAdapter"),
+    "bedrock": ("latencylens.providers.bedrock", "BedrockAdapter"),
+    "cerebras": ("latencylens.providers.cerebras", "CerebrasAdapter"),
+    "gcp.gemini": ("latencylens.providers.gemini", "GeminiAdapter"),
+    "gcp.gen_ai": ("latencylens.providers.gemini", "GeminiAdapter"),
+    "gcp.vertex_ai": ("latencylens.providers.gemini", "GeminiAdapter"),
+    "gemini": ("latencylens.providers.gemini", "GeminiAdapter"),
     "groq": ("latencylens.providers.groq", "GroqAdapter"),
+    "llama.cpp": ("latencylens.providers.llamacpp", "LlamaCppAdapter"),
+    "llamacpp": ("latencylens.providers.llamacpp", "LlamaCppAdapter"),
+    "ollama": ("latencylens.providers.ollama", "OllamaAdapter"),
     "openai": ("latencylens.providers.openai", "OpenAIAdapter"),
+    "tgi": ("latencylens.providers.tgi", "TGIAdapter"),
+    "vllm": ("latencylens.providers.vllm", "VLLMAdapter"),
 }
 _FALLBACK = _REGISTRY["openai"]
 

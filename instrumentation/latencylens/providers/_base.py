@@ -15,14 +15,17 @@ from typing import Any, Protocol
 
 from latencylens import semconv
 
+_DERIVED_NONE: frozenset[str] = frozenset()
 
-@dataclass
+
+@dataclass(slots=True)
 class Usage:
     """Token counts and provider-reported server time for one model call.
 
     ``None`` means "not reported"; zero means "reported as zero". Server times are integer ns.
     ``server_total_ns`` is all server-side time including queue: for Groq it is
     ``queue_time + total_time``, for Cerebras ``time_info.total_time`` itself.
+    ``inference_ns`` is prefill + decode where a provider does not split them (TGI).
     """
 
     input_tokens: int | None = None
@@ -33,6 +36,7 @@ class Usage:
     queue_ns: int | None = None
     prefill_ns: int | None = None
     decode_ns: int | None = None
+    inference_ns: int | None = None
     server_total_ns: int | None = None
     response_model: str | None = None
     response_id: str | None = None
@@ -41,23 +45,44 @@ class Usage:
     """Provider field paths that were present, e.g. ``usage.queue_time``."""
     fields_missing: list[str] = field(default_factory=list)
     """Field paths the adapter expected and did not find."""
+    derived: frozenset[str] = _DERIVED_NONE
+    """Timings (``queue``, ``prefill``, ``decode``, ``inference``, ``server_total``) computed from
+    reported fields rather than copied from one; every other timing present was reported as is."""
 
     def to_attributes(self) -> dict[str, Any]:
         """Span attributes for the fields that were reported (nothing for ``None``)."""
-        pairs: list[tuple[str, Any]] = [
-            (semconv.GEN_AI_USAGE_INPUT_TOKENS, self.input_tokens),
-            (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, self.output_tokens),
-            (semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, self.cache_read_input_tokens),
-            (semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, self.cache_creation_input_tokens),
-            (semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, self.reasoning_output_tokens),
-            (semconv.PROVIDER_QUEUE_NS, self.queue_ns),
-            (semconv.PROVIDER_PREFILL_NS, self.prefill_ns),
-            (semconv.PROVIDER_DECODE_NS, self.decode_ns),
-            (semconv.PROVIDER_SERVER_TOTAL_NS, self.server_total_ns),
-            (semconv.GEN_AI_RESPONSE_MODEL, self.response_model),
-            (semconv.GEN_AI_RESPONSE_ID, self.response_id),
-        ]
-        attributes = {key: value for key, value in pairs if value is not None}
+        attributes: dict[str, Any] = {}
+        if self.input_tokens is not None:
+            attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] = self.input_tokens
+        if self.output_tokens is not None:
+            attributes[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = self.output_tokens
+        if self.cache_read_input_tokens is not None:
+            attributes[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = self.cache_read_input_tokens
+        if self.cache_creation_input_tokens is not None:
+            attributes[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = self.cache_creation_input_tokens
+        if self.reasoning_output_tokens is not None:
+            attributes[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = self.reasoning_output_tokens
+        derived = self.derived
+        for name, key, source_key, value in (
+            ("queue", semconv.PROVIDER_QUEUE_NS, semconv.PROVENANCE_QUEUE, self.queue_ns),
+            ("prefill", semconv.PROVIDER_PREFILL_NS, semconv.PROVENANCE_PREFILL, self.prefill_ns),
+            ("decode", semconv.PROVIDER_DECODE_NS, semconv.PROVENANCE_DECODE, self.decode_ns),
+            ("inference", semconv.PROVIDER_INFERENCE_NS, semconv.PROVENANCE_INFERENCE, self.inference_ns),
+            (
+                "server_total",
+                semconv.PROVIDER_SERVER_TOTAL_NS,
+                semconv.PROVENANCE_SERVER_TOTAL,
+                self.server_total_ns,
+            ),
+        ):
+            if value is not None:
+                attributes[key] = value
+                derived_here = name in derived
+                attributes[source_key] = semconv.SOURCE_DERIVED if derived_here else semconv.SOURCE_REPORTED
+        if self.response_model is not None:
+            attributes[semconv.GEN_AI_RESPONSE_MODEL] = self.response_model
+        if self.response_id is not None:
+            attributes[semconv.GEN_AI_RESPONSE_ID] = self.response_id
         if self.finish_reasons:
             attributes[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = list(self.finish_reasons)
         if self.fields_reported:
@@ -86,29 +111,44 @@ class ProviderAdapter(Protocol):
     """Value for ``gen_ai.provider.name``."""
 
     def extract(self, response: Any, headers: Mapping[str, str] | None = None) -> Usage:
-        """Read a complete (non-streamed) response: SDK object or plain dict."""
+        """Read a complete (non-streamed) response: SDK object or plain dict; ``headers`` are the
+        HTTP response headers when the caller could see them."""
         ...
 
     def new_stream_state(self) -> StreamState:
         """A fresh state for one streamed response."""
         ...
 
+    def find_stream(self, response: Any) -> Any:
+        """The stream inside a response container (Bedrock's ``{"stream": EventStream}``), else None."""
+        ...
+
 
 def field_of(obj: Any, name: str) -> Any:
     """``obj[name]`` for mappings, ``obj.name`` for SDK objects, including pydantic extras.
 
-    Provider SDKs built on pydantic keep fields they do not declare (``x_groq`` on an OpenAI
-    client's object, say) in ``model_extra``; plain attribute access finds those too.
+    Plain dicts (the common case for HTTP replies) take one ``dict.get``; pydantic models one
+    attribute read, which also finds undeclared fields kept in ``__pydantic_extra__``.
     """
+    if type(obj) is dict:
+        return obj.get(name)
     if obj is None:
         return None
-    if isinstance(obj, Mapping):
-        return obj.get(name)
     value = getattr(obj, name, None)
-    if value is None:
-        extra = getattr(obj, "model_extra", None)
-        if isinstance(extra, Mapping):
-            value = extra.get(name)
+    if value is None and isinstance(obj, Mapping):
+        return obj.get(name)
+    return value
+
+
+def header(headers: Mapping[str, str] | None, name: str) -> str | None:
+    """Header ``name`` (lower case) from case-insensitive (httpx) or plain mappings."""
+    if headers is None:
+        return None
+    value = headers.get(name)
+    if value is None and type(headers) is dict:
+        for key, item in headers.items():
+            if key.lower() == name:
+                return item
     return value
 
 
@@ -117,3 +157,73 @@ def seconds_to_ns(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return round(value * 1_000_000_000)
+
+
+def ms_to_ns(value: Any) -> int | None:
+    """Provider milliseconds (float, int or numeric string) to integer ns, rounded."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return round(value * 1_000_000)
+
+
+def as_int(value: Any) -> int | None:
+    """An integer count, or ``None`` for anything else (bools included)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return int(value)
+
+
+def note(out: Usage, found: bool, path: str, expected: bool) -> None:
+    """Record field ``path`` as reported, or as missing when the adapter expected it."""
+    if found:
+        out.fields_reported.append(path)
+    elif expected:
+        out.fields_missing.append(path)
+
+
+def take_int(obj: Any, name: str, path: str, out: Usage, *, expected: bool) -> int | None:
+    """Read count ``obj.name`` and note ``path`` (the field's full path) as reported or missing."""
+    value = as_int(field_of(obj, name)) if obj is not None else None
+    note(out, value is not None, path, expected)
+    return value
+
+
+def take_seconds(obj: Any, name: str, path: str, out: Usage, *, expected: bool) -> int | None:
+    """Read ``obj.name`` in seconds as integer ns, noting ``path`` as reported or missing."""
+    value = seconds_to_ns(field_of(obj, name)) if obj is not None else None
+    note(out, value is not None, path, expected)
+    return value
+
+
+def take_ms(obj: Any, name: str, path: str, out: Usage, *, expected: bool) -> int | None:
+    """Read ``obj.name`` in milliseconds as integer ns, noting ``path`` as reported or missing."""
+    value = ms_to_ns(field_of(obj, name)) if obj is not None else None
+    note(out, value is not None, path, expected)
+    return value
+
+
+def take_ns(obj: Any, name: str, path: str, out: Usage, *, expected: bool) -> int | None:
+    """Read ``obj.name`` already in integer ns (Ollama), noting ``path`` as reported or missing."""
+    return take_int(obj, name, path, out, expected=expected)
+
+
+def nonempty_text(value: Any) -> bool:
+    """True for a non-empty string: the test every adapter uses for "this chunk has content"."""
+    return type(value) is str and value != ""
+
+
+class BaseAdapter:
+    """Defaults shared by every adapter: the name, and no stream hidden inside responses."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_stream(self, response: Any) -> Any:
+        return None

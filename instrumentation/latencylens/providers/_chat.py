@@ -3,6 +3,7 @@
 A response (or a final stream chunk) carries ``id``, ``model``, ``choices[].finish_reason`` and a
 ``usage`` object; adapters differ only in where usage and timings live, which they say by
 overriding :meth:`ChatCompletionsAdapter.read_usage` and :meth:`ChatCompletionsAdapter.carries_usage`.
+Field paths are string constants so reading a response builds no strings.
 """
 
 from __future__ import annotations
@@ -10,53 +11,40 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latencylens.providers._base import Usage, field_of, seconds_to_ns
+from latencylens.providers._base import BaseAdapter, Usage, field_of, nonempty_text, take_int
 
 
-def as_int(value: Any) -> int | None:
-    """An integer token count, or ``None`` for anything else (bools included)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
+def usage_paths(prefix: str) -> tuple[str, str, str, str, str]:
+    """Full paths of the five token fields under ``prefix`` (computed once per adapter, not per call)."""
+    return (
+        f"{prefix}.prompt_tokens",
+        f"{prefix}.completion_tokens",
+        f"{prefix}.prompt_tokens_details.cached_tokens",
+        f"{prefix}.prompt_tokens_details.cache_write_tokens",
+        f"{prefix}.completion_tokens_details.reasoning_tokens",
+    )
 
 
-def take_int(obj: Any, name: str, path: str, out: Usage, *, expected: bool) -> int | None:
-    """Read ``obj.name`` as a count and note ``path.name`` as reported, or missing if expected."""
-    value = as_int(field_of(obj, name))
-    if value is not None:
-        out.fields_reported.append(f"{path}.{name}")
-    elif expected:
-        out.fields_missing.append(f"{path}.{name}")
-    return value
+USAGE_PATHS = usage_paths("usage")
 
 
-def take_seconds(obj: Any, name: str, path: str, out: Usage, *, expected: bool) -> int | None:
-    """Read ``obj.name`` in seconds as integer ns, noting it as reported or missing."""
-    value = seconds_to_ns(field_of(obj, name))
-    if value is not None:
-        out.fields_reported.append(f"{path}.{name}")
-    elif expected:
-        out.fields_missing.append(f"{path}.{name}")
-    return value
-
-
-def read_token_usage(usage: Any, path: str, out: Usage) -> None:
-    """Token counts of a Chat Completions ``usage`` object found at ``path``."""
-    out.input_tokens = take_int(usage, "prompt_tokens", path, out, expected=True)
-    out.output_tokens = take_int(usage, "completion_tokens", path, out, expected=True)
+def read_token_usage(usage: Any, paths: tuple[str, str, str, str, str], out: Usage) -> None:
+    """Token counts of a Chat Completions ``usage`` object (cached ⊂ prompt, reasoning ⊂ completion)."""
+    out.input_tokens = take_int(usage, "prompt_tokens", paths[0], out, expected=True)
+    out.output_tokens = take_int(usage, "completion_tokens", paths[1], out, expected=True)
+    if usage is None:
+        return
     prompt_details = field_of(usage, "prompt_tokens_details")
-    details_path = f"{path}.prompt_tokens_details"
-    out.cache_read_input_tokens = take_int(prompt_details, "cached_tokens", details_path, out, expected=False)
-    out.cache_creation_input_tokens = take_int(
-        prompt_details, "cache_write_tokens", details_path, out, expected=False
-    )
-    out.reasoning_output_tokens = take_int(
-        field_of(usage, "completion_tokens_details"),
-        "reasoning_tokens",
-        f"{path}.completion_tokens_details",
-        out,
-        expected=False,
-    )
+    if prompt_details is not None:
+        out.cache_read_input_tokens = take_int(prompt_details, "cached_tokens", paths[2], out, expected=False)
+        out.cache_creation_input_tokens = take_int(
+            prompt_details, "cache_write_tokens", paths[3], out, expected=False
+        )
+    completion_details = field_of(usage, "completion_tokens_details")
+    if completion_details is not None:
+        out.reasoning_output_tokens = take_int(
+            completion_details, "reasoning_tokens", paths[4], out, expected=False
+        )
 
 
 def read_meta(obj: Any, out: Usage) -> None:
@@ -67,14 +55,12 @@ def read_meta(obj: Any, out: Usage) -> None:
     model = field_of(obj, "model")
     if isinstance(model, str):
         out.response_model = model
-    out.finish_reasons.extend(_finish_reasons(obj))
-
-
-def _finish_reasons(obj: Any) -> list[str]:
     choices = field_of(obj, "choices")
-    if not isinstance(choices, (list, tuple)):
-        return []
-    return [str(reason) for choice in choices if (reason := field_of(choice, "finish_reason"))]
+    if isinstance(choices, (list, tuple)):
+        for choice in choices:
+            reason = field_of(choice, "finish_reason")
+            if reason:
+                out.finish_reasons.append(str(reason))
 
 
 def has_content(chunk: Any) -> bool:
@@ -83,30 +69,31 @@ def has_content(chunk: Any) -> bool:
     if not choices or isinstance(choices, (str, Mapping)):
         return False
     for choice in choices:
-        text = field_of(field_of(choice, "delta"), "content")
-        if isinstance(text, str) and text:
+        if nonempty_text(field_of(field_of(choice, "delta"), "content")):
             return True
     return False
 
 
-class ChatCompletionsAdapter:
+class ChatCompletionsAdapter(BaseAdapter):
     """Adapter for an OpenAI-compatible Chat Completions API; reports token counts only."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
 
     def read_usage(self, holder: Any, out: Usage) -> None:
         """Fill ``out`` from the response or chunk ``holder`` (``None`` if usage never came)."""
-        read_token_usage(field_of(holder, "usage"), "usage", out)
+        read_token_usage(field_of(holder, "usage"), USAGE_PATHS, out)
 
     def carries_usage(self, chunk: Any) -> bool:
         """Whether this stream chunk holds the whole request's usage."""
         return field_of(chunk, "usage") is not None
 
+    def read_headers(self, headers: Mapping[str, str], out: Usage) -> None:
+        """Server timings sent as HTTP headers (none for plain OpenAI-compatible servers)."""
+
     def extract(self, response: Any, headers: Mapping[str, str] | None = None) -> Usage:
         out = Usage()
         read_meta(response, out)
         self.read_usage(response, out)
+        if headers is not None:
+            self.read_headers(headers, out)
         return out
 
     def new_stream_state(self) -> ChatStreamState:
@@ -114,22 +101,47 @@ class ChatCompletionsAdapter:
 
 
 class ChatStreamState:
-    """Sees each Chat Completions chunk once; usage comes from the last chunk that carried it."""
+    """Sees each Chat Completions chunk once; usage comes from the last chunk that carried it.
+
+    Per chunk: one pass over ``choices`` (content and finish reason), and one ``usage`` lookup;
+    the usage chunk is kept and read once, at the end.
+    """
+
+    __slots__ = ("_adapter", "_carries", "_meta", "_usage_chunk")
 
     def __init__(self, adapter: ChatCompletionsAdapter) -> None:
         self._adapter = adapter
+        self._carries = adapter.carries_usage
         self._meta = Usage()
         self._usage_chunk: Any = None
 
     def record_chunk(self, chunk: Any) -> bool:
         meta = self._meta
-        if meta.response_id is None or meta.response_model is None:
-            read_meta(chunk, meta)
-        else:
-            meta.finish_reasons.extend(_finish_reasons(chunk))
-        if self._adapter.carries_usage(chunk):
+        if meta.response_id is None:
+            response_id = field_of(chunk, "id")
+            if isinstance(response_id, str):
+                meta.response_id = response_id
+            model = field_of(chunk, "model")
+            if isinstance(model, str):
+                meta.response_model = model
+        if self._carries(chunk):
             self._usage_chunk = chunk
-        return has_content(chunk)
+        choices = field_of(chunk, "choices")
+        if not choices or isinstance(choices, (str, Mapping)):
+            return False
+        content = False
+        for choice in choices:
+            if type(choice) is dict:
+                delta = choice.get("delta")
+                reason = choice.get("finish_reason")
+            else:
+                delta = field_of(choice, "delta")
+                reason = field_of(choice, "finish_reason")
+            if not content and nonempty_text(field_of(delta, "content")):
+                content = True
+            if reason:
+                meta.finish_reasons.append(str(reason))
+        return content
 
     def usage(self) -> Usage:
         out = Usage(

@@ -1,0 +1,345 @@
+"""The documented responses of each provider (from provider-timing.md), as fresh dicts per call.
+
+Only what the examples show is used; where an example is trimmed ("…"), the minimum the provider's
+SDK needs to parse it (ids, ``object``, ``created``) is filled in and marked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+OPENAI_MODEL = "gpt-4.1-2025-04-14"
+
+
+def openai_chat_completion() -> dict[str, Any]:
+    """OpenAI API-reference usage block inside a minimal chat completion."""
+    return {
+        "id": "chatcmpl-123",  # filled in
+        "object": "chat.completion",
+        "created": 1741569952,
+        "model": OPENAI_MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": 19,
+            "completion_tokens": 10,
+            "total_tokens": 29,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        },
+    }
+
+
+def openai_usage_chunk() -> dict[str, Any]:
+    """The final ``include_usage`` chunk from the reference."""
+    return {
+        "id": "chatcmpl-123",
+        "object": "chat.completion.chunk",
+        "created": 1741569952,
+        "model": OPENAI_MODEL,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": 19,
+            "completion_tokens": 10,
+            "total_tokens": 29,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
+def openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-123",
+        "object": "chat.completion.chunk",
+        "created": 1741569952,
+        "model": OPENAI_MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        "usage": None,
+    }
+
+
+def openai_response() -> dict[str, Any]:
+    """Responses API: the recorded response with cached input tokens (output list filled in)."""
+    return {
+        "id": "resp_0cd5",
+        "object": "response",
+        "created_at": 1768560502,
+        "status": "completed",
+        "completed_at": 1768560504,
+        "model": OPENAI_MODEL,
+        "output": [],  # filled in
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": 12033,
+            "input_tokens_details": {"cached_tokens": 11904},
+            "output_tokens": 44,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 12077,
+        },
+    }
+
+
+GROQ_USAGE = {
+    "queue_time": 0.041905864,
+    "prompt_tokens": 45,
+    "prompt_time": 0.003940145,
+    "completion_tokens": 662,
+    "completion_time": 2.652230333,
+    "total_tokens": 707,
+    "total_time": 2.656170478,
+}
+
+
+def groq_stream_chunk(
+    delta: dict[str, Any], finish: str | None = None, final: bool = False
+) -> dict[str, Any]:
+    """A chunk of the recorded Groq stream; the final one carries ``x_groq.usage`` and ``usage``."""
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-7eb08824",
+        "object": "chat.completion.chunk",
+        "created": 1770770842,
+        "model": "llama-3.3-70b-versatile",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if final:
+        chunk["x_groq"] = {"id": "req_01kh52ndshfr2azv0xe6tnv4fx", "usage": dict(GROQ_USAGE)}
+        chunk["usage"] = dict(GROQ_USAGE)
+    return chunk
+
+
+def cerebras_completion() -> dict[str, Any]:
+    """Cerebras API-reference example (choices filled in)."""
+    return {
+        "id": "chatcmpl-292e278f-514e-4186-9010-91ce6a14168b",
+        "object": "chat.completion",
+        "created": 1723733419,
+        "model": "gpt-oss-120b",
+        "system_fingerprint": "fp_1",  # filled in
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": 12,
+            "completion_tokens": 10,
+            "total_tokens": 22,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+        },
+        "time_info": {
+            "queue_time": 0.000073161,
+            "prompt_time": 0.0010744798888888889,
+            "completion_time": 0.005658071111111111,
+            "total_time": 0.022224903106689453,
+            "created": 1723733419,
+        },
+    }
+
+
+def anthropic_message() -> dict[str, Any]:
+    """A Messages response around the prompt-caching docs' usage example."""
+    return {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hi"}],
+        "model": "claude-opus-4-6",
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 21,
+            "cache_creation_input_tokens": 188086,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 393,
+        },
+    }
+
+
+def anthropic_stream_events(text_parts: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The streaming docs' event sequence; ``text_parts`` become one ``content_block_delta`` each."""
+    events: list[tuple[str, dict[str, Any]]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "model": "claude-opus-4-6",
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 25, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    for text in text_parts:
+        events.append(
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+            )
+        )
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 15},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return events
+
+
+def ollama_final(kind: str = "generate") -> dict[str, Any]:
+    """Ollama docs' final object (``usage.mdx``); ``kind="chat"`` moves the text into ``message``."""
+    final: dict[str, Any] = {
+        "model": "gemma4",
+        "created_at": "2025-10-17T23:14:07.414671Z",
+        "response": "Hello! How can I help you today?",
+        "done": True,
+        "done_reason": "stop",
+        "total_duration": 174560334,
+        "load_duration": 101397084,
+        "prompt_eval_count": 11,
+        "prompt_eval_duration": 13074791,
+        "eval_count": 18,
+        "eval_duration": 52479709,
+    }
+    if kind == "chat":
+        del final["response"]
+        final["message"] = {"role": "assistant", "content": ""}
+    return final
+
+
+LLAMACPP_TIMINGS = {
+    "cache_n": 0,
+    "prompt_n": 46,
+    "prompt_ms": 651.714,
+    "prompt_per_token_ms": 14.167695652173915,
+    "prompt_per_second": 70.58310854147678,
+    "predicted_n": 10,
+    "predicted_ms": 73.517,
+    "predicted_per_token_ms": 7.351699999999999,
+    "predicted_per_second": 136.02296067576208,
+}
+
+
+def llamacpp_completion() -> dict[str, Any]:
+    """The captured llama-server b9910 response (id, model, created, choices filled in)."""
+    return {
+        "id": "chatcmpl-ll",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "qwen",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+        "system_fingerprint": "b9910-f5525f7e7",
+        "usage": {
+            "completion_tokens": 10,
+            "prompt_tokens": 46,
+            "total_tokens": 56,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        },
+        "timings": dict(LLAMACPP_TIMINGS),
+    }
+
+
+TGI_HEADERS = {
+    "x-compute-type": "gpu+optimized",
+    "x-compute-time": "1.234567",
+    "x-compute-characters": "112",
+    "x-total-time": "1234",
+    "x-validation-time": "2",
+    "x-queue-time": "15",
+    "x-inference-time": "1217",
+    "x-time-per-token": "12",
+    "x-prompt-tokens": "28",
+    "x-generated-tokens": "100",
+}
+
+
+def tgi_chat_completion() -> dict[str, Any]:
+    """A TGI ``/v1/chat/completions`` body whose counts match the reconstructed headers."""
+    return {
+        "id": "",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "tgi",
+        "system_fingerprint": "3.0.0-native",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 28, "completion_tokens": 100, "total_tokens": 128},
+    }
+
+
+VLLM_USAGE = {"prompt_tokens": 42, "completion_tokens": 128, "total_tokens": 170}
+VLLM_METRICS = {
+    "time_to_first_token_ms": 85.2,
+    "generation_time_ms": 1240.5,
+    "queue_time_ms": 12.3,
+    "mean_itl_ms": 9.1,
+    "tokens_per_second": 103.2,
+}
+
+
+def vllm_completion() -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-abc123",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+        "usage": dict(VLLM_USAGE),
+        "metrics": dict(VLLM_METRICS),
+    }
+
+
+def bedrock_converse() -> dict[str, Any]:
+    """The Converse example from the reference."""
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}},
+        "stopReason": "end_turn",
+        "usage": {
+            "inputTokens": 10,
+            "outputTokens": 4,
+            "totalTokens": 14,
+            "cacheReadInputTokens": 0,
+            "cacheWriteInputTokens": 0,
+        },
+        "metrics": {"latencyMs": 123},
+    }
+
+
+def gemini_response(text: str, usage: bool = True, finish: bool = True) -> dict[str, Any]:
+    """A ``generateContent`` response (REST camelCase) with the documented ``usageMetadata`` fields."""
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+    if finish:
+        candidate["finishReason"] = "STOP"
+    body: dict[str, Any] = {
+        "candidates": [candidate],
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "resp-gem-1",
+    }
+    if usage:
+        body["usageMetadata"] = {
+            "promptTokenCount": 12,
+            "candidatesTokenCount": 8,
+            "totalTokenCount": 25,
+            "cachedContentTokenCount": 4,
+            "thoughtsTokenCount": 5,
+        }
+    return body
