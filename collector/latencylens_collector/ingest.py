@@ -21,7 +21,14 @@ from latencylens_collector.attribution import (
     SpanNode,
     attribute_request,
 )
-from latencylens_collector.conventions import TOKEN_KEYS, first_int, model_name, model_timing, provider_name
+from latencylens_collector.conventions import (
+    TOKEN_KEYS,
+    first_int,
+    model_name,
+    model_timing,
+    provider_name,
+    resolve_trace,
+)
 from latencylens_collector.rows import STATUS_ERROR, SpanRow
 from latencylens_collector.storage import Store
 
@@ -46,11 +53,12 @@ def span_node(row: SpanRow) -> SpanNode:
 
 def attribute(spans: Sequence[SpanRow]) -> RequestBreakdown | None:
     """Attribution of one trace's spans (None while its root has not arrived)."""
-    return attribute_request([span_node(row) for row in spans])
+    return attribute_request([span_node(row) for row in resolve_trace(spans)])
 
 
 def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str, Any] | None:
     """The ``requests`` row of one trace, or None when its root span is not stored yet."""
+    spans = resolve_trace(spans)  # other instrumentations' names and server spans, read once
     breakdown = attribute(spans)
     if breakdown is None:
         return None
@@ -113,6 +121,11 @@ def stream_metrics(primary: SpanRow | None) -> dict[str, Any]:
     streamed_ns = last - first if first is not None and last is not None and last >= first else None
     if streamed_ns is not None and output > 1:
         metrics["itl_ns"] = streamed_ns // (output - 1)
+    from latencylens import semconv  # the SDK's own ITL also covers streams whose usage never came
+
+    reported_itl = first_int(attrs, semconv.STREAM_ITL_NS)
+    if metrics["itl_ns"] is None and reported_itl is not None:
+        metrics["itl_ns"] = reported_itl
     decode_ns = timing.decode_ns if timing.decode_ns is not None else streamed_ns
     if decode_ns and decode_ns > 0 and output > 0:
         metrics["decode_tokens_per_second"] = output / (decode_ns / 1e9)
@@ -120,7 +133,11 @@ def stream_metrics(primary: SpanRow | None) -> dict[str, Any]:
 
 
 class Ingestor:
-    """Stores span batches and recomputes the request rows of the traces they touch."""
+    """Stores span batches and recomputes the request rows of the traces they touch.
+
+    Rewriting a batch is harmless: spans collapse by (project, trace_id, span_id) and each request
+    row is recomputed from all stored spans of its trace, so a replayed batch yields the same row.
+    """
 
     def __init__(self, store: Store, clock: Clock = time.time_ns) -> None:
         self.store = store
@@ -130,13 +147,14 @@ class Ingestor:
         # read) orders them: a later read sees at least as many spans.
         self._lock = threading.Lock()
 
-    def ingest(self, spans: Sequence[SpanRow]) -> int:
-        """Insert spans; returns how many request rows were (re)written."""
+    def ingest(self, spans: Sequence[SpanRow], dedup_token: str | None = None) -> int:
+        """Insert spans in one insert, then rewrite the request rows of their traces (one read per
+        project); returns how many request rows were (re)written. Raises StorageError."""
         if not spans:
             return 0
         with self._lock:
             self.store.ensure_ready()
-            self.store.insert_spans(spans)
+            self.store.insert_spans(spans, dedup_token=dedup_token)
             by_project: dict[str, set[bytes]] = defaultdict(set)
             for span in spans:
                 by_project[span.project].add(span.trace_id)

@@ -7,10 +7,64 @@ Each part of the service defines its own metrics here or registers a collector o
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """The service's registry (not the process-global default, so tests can build several apps)."""
+
+# --- ingest pipeline (``protocol``: http or grpc) -------------------------------------------------
+SPANS_RECEIVED = Counter(
+    "latencylens_spans_received", "Spans in decoded OTLP export requests.", ["protocol"], registry=REGISTRY
+)
+SPANS_REJECTED = Counter(
+    "latencylens_spans_rejected",
+    "Spans dropped as invalid (reported to the sender as partial success).",
+    ["protocol", "reason"],
+    registry=REGISTRY,
+)
+EXPORTS_REFUSED = Counter(
+    "latencylens_exports_refused",
+    "Whole export requests refused, by reason: bad_request, too_large, unsupported_media_type, "
+    "queue_full (429 / RESOURCE_EXHAUSTED), unavailable.",
+    ["protocol", "reason"],
+    registry=REGISTRY,
+)
+SPANS_WRITTEN = Counter(
+    "latencylens_spans_written",
+    "Spans inserted into ClickHouse; source=direct or spool (replayed).",
+    ["source"],
+    registry=REGISTRY,
+)
+SPANS_SPOOLED = Counter(
+    "latencylens_spans_spooled",
+    "Spans written to the disk spool because ClickHouse failed.",
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge(
+    "latencylens_queue_depth", "Spans accepted and waiting for the writer.", registry=REGISTRY
+)
+SPOOL_PENDING_SPANS = Gauge(
+    "latencylens_spool_pending_spans", "Spans in the disk spool waiting for ClickHouse.", registry=REGISTRY
+)
+INSERT_DURATION = Histogram(
+    "latencylens_insert_duration_seconds",
+    "Time to write one batch: the spans insert plus its request rows.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+    registry=REGISTRY,
+)
+BATCH_SPANS = Histogram(
+    "latencylens_batch_spans",
+    "Spans per insert.",
+    buckets=(1, 10, 100, 500, 1000, 2500, 5000, 10000, 50000),
+    registry=REGISTRY,
+)
 
 router = APIRouter(tags=["health"])
 
@@ -23,3 +77,9 @@ router = APIRouter(tags=["health"])
 )
 def metrics() -> Response:
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+# SLO burn rates and TTFT / end-to-end histograms, computed at scrape time (slo/exposition.py).
+from latencylens_collector.slo.exposition import SLO_COLLECTOR  # noqa: E402
+
+REGISTRY.register(SLO_COLLECTOR)

@@ -1,13 +1,17 @@
-"""OTLP/HTTP trace requests in (protobuf or JSON), flat span rows out.
+"""OTLP trace requests in (protobuf or JSON), flat span rows out.
 
 Invalid spans are dropped one by one and counted, so one bad span never costs the whole batch;
-the count and the reasons go back to the sender as OTLP ``partial_success``.
+the count and the reasons go back to the sender as OTLP ``partial_success``. Repairable input is
+kept with a warning in the same field (``rejected_spans`` 0): strings that are not UTF-8 get U+FFFD,
+oversized attribute values are cut with a marker.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +29,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import SERVICE_NAME
 
 from latencylens_collector.conventions import classify
+from latencylens_collector.otlp_utf8 import parse_repairing
 from latencylens_collector.rows import DEFAULT_PROJECT, NO_PARENT, SpanRow
 
 UNKNOWN_SERVICE: Final = "unknown_service"
@@ -37,6 +42,33 @@ _SPAN_KINDS: Final = {
     Span.SPAN_KIND_CONSUMER: "consumer",
 }
 _ID_FIELDS: Final = ("traceId", "spanId", "parentSpanId")
+_TIME_FIELDS: Final = ("startTimeUnixNano", "endTimeUnixNano")
+_JSON_SURROGATE = re.compile(rb"\\u[dD][89abAB]")
+
+HOUR_NS: Final = 3600 * 1_000_000_000
+FUTURE_LIMIT_NS: Final = 24 * HOUR_NS
+"""Spans starting or ending further than this ahead of the collector's clock are rejected."""
+DEFAULT_MAX_ATTRIBUTE_BYTES: Final = 64 * 1024
+TRUNCATION_MARKER: Final = "…[truncated {dropped} bytes]"
+
+# Why a span was rejected: message text → short code (the metrics' ``reason`` label).
+INVALID_TRACE_ID: Final = "with an invalid trace id"
+INVALID_SPAN_ID: Final = "with an invalid span id"
+INVALID_PARENT_ID: Final = "with an invalid parent span id"
+ENDS_BEFORE_START: Final = "ending before they start"
+AT_EPOCH: Final = "starting at or before the Unix epoch (start time 0 or negative)"
+IN_FUTURE: Final = "with timestamps more than 24 h in the future"
+REASON_CODES: Final = {
+    INVALID_TRACE_ID: "invalid_trace_id",
+    INVALID_SPAN_ID: "invalid_span_id",
+    INVALID_PARENT_ID: "invalid_parent_span_id",
+    ENDS_BEFORE_START: "end_before_start",
+    AT_EPOCH: "time_before_epoch",
+    IN_FUTURE: "time_in_future",
+}
+# Warnings: the span is kept, changed.
+NOT_UTF8: Final = "strings with invalid UTF-8 (bytes replaced by U+FFFD)"
+TRUNCATED: Final = "values truncated to the attribute size limit"
 
 
 class OtlpDecodeError(ValueError):
@@ -50,36 +82,83 @@ class DecodedBatch:
     spans: list[SpanRow] = field(default_factory=list)
     rejected: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    warnings: Counter[str] = field(default_factory=Counter)
+    """What was repaired in kept spans, with counts."""
 
     @property
     def error_message(self) -> str:
-        if not self.rejected:
-            return ""
-        why = ", ".join(f"{count} {reason}" for reason, count in self.reasons.most_common())
-        total = self.rejected + len(self.spans)
-        return f"rejected {self.rejected} of {total} spans: {why}"
+        parts = []
+        if self.rejected:
+            why = ", ".join(f"{count} {reason}" for reason, count in self.reasons.most_common())
+            total = self.rejected + len(self.spans)
+            parts.append(f"rejected {self.rejected} of {total} spans: {why}")
+        if self.warnings:
+            what = ", ".join(f"{count} {warning}" for warning, count in self.warnings.most_common())
+            parts.append(f"kept with changes: {what}")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the decoder accepts; ``now_ns`` is the collector's clock for the far-future check."""
+
+    max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
+    future_limit_ns: int = FUTURE_LIMIT_NS
+    now_ns: int | None = None
+
+
+def decode(
+    body: bytes, as_json: bool, project: str = DEFAULT_PROJECT, limits: Limits | None = None
+) -> DecodedBatch:
+    """Body of an export request to span rows (raises :class:`OtlpDecodeError`)."""
+    warnings: Counter[str] = Counter()
+    request = parse_json(body, warnings) if as_json else parse_protobuf(body, warnings)
+    return flatten(request, project=project, limits=limits, warnings=warnings)
 
 
 # --- decoding ------------------------------------------------------------------------------------
-def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
+def parse_protobuf(body: bytes, warnings: Counter[str] | None = None) -> ExportTraceServiceRequest:
+    """Strict parse first; when that fails, a parse that repairs non-UTF-8 strings (noted in
+    ``warnings``) before giving up on the body."""
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
+        return request
     except (DecodeError, ValueError) as exc:
-        raise OtlpDecodeError(f"body is not a protobuf ExportTraceServiceRequest: {exc}") from exc
+        strict_error = exc
+    try:
+        request, repaired = parse_repairing(body)
+    except (DecodeError, ValueError):
+        raise OtlpDecodeError(f"body is not a protobuf ExportTraceServiceRequest: {strict_error}") from None
+    if warnings is not None and repaired:
+        warnings[NOT_UTF8] += repaired
     return request
 
 
-def parse_json(body: bytes) -> ExportTraceServiceRequest:
-    """OTLP/JSON: ids are hex strings (not protobuf-JSON base64), so they are converted first."""
+def parse_json(body: bytes, warnings: Counter[str] | None = None) -> ExportTraceServiceRequest:
+    """OTLP/JSON: ids are hex strings (not protobuf-JSON base64), so they are converted first.
+
+    Bytes that are not UTF-8 and escaped lone surrogates become U+FFFD (noted in ``warnings``);
+    negative times become 0 so that span alone is rejected."""
+    notes: Counter[str] = Counter() if warnings is None else warnings
     try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = body.decode("utf-8", errors="replace")
+        notes[NOT_UTF8] += text.count("\ufffd") - body.count("\ufffd".encode())
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise OtlpDecodeError(f"body is not valid JSON: {exc}") from exc
     if not isinstance(document, dict):
         raise OtlpDecodeError("body must be a JSON object with a 'resourceSpans' array")
+    if _JSON_SURROGATE.search(body):
+        document, repaired = _without_lone_surrogates(document)
+        if repaired:
+            notes[NOT_UTF8] += repaired
     for span in _json_spans(document):
         _hex_ids_to_base64(span)
+        _negative_times_to_zero(span)
         for link in span.get("links") or ():
             if isinstance(link, dict):
                 _hex_ids_to_base64(link)
@@ -101,6 +180,38 @@ def _dicts(value: Any) -> Iterable[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+def _negative_times_to_zero(span: dict[str, Any]) -> None:
+    """A time before 1970 cannot be a fixed64; 0 makes :func:`invalid_reason` reject the span."""
+    for key in _TIME_FIELDS:
+        value = span.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            try:
+                negative = int(value) < 0
+            except ValueError:
+                continue  # not a number: json_format reports it
+            if negative:
+                span[key] = "0"
+
+
+def _without_lone_surrogates(value: Any) -> tuple[Any, int]:
+    """The JSON value with unpaired surrogates (``"\\ud800"``) replaced by U+FFFD, and how many
+    strings changed; ClickHouse and protobuf need real UTF-8."""
+    if isinstance(value, str):
+        fixed = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return fixed, int(fixed != value)
+    if isinstance(value, list):
+        pairs = [_without_lone_surrogates(item) for item in value]
+        return [item for item, _ in pairs], sum(n for _, n in pairs)
+    if isinstance(value, dict):
+        out, total = {}, 0
+        for key, item in value.items():
+            fixed_key, n_key = _without_lone_surrogates(key)
+            out[fixed_key], n = _without_lone_surrogates(item)
+            total += n + n_key
+        return out, total
+    return value, 0
+
+
 def _hex_ids_to_base64(obj: dict[str, Any]) -> None:
     """Replace hex ids by base64; an id that is not hex becomes empty so its span is rejected."""
     for key in _ID_FIELDS:
@@ -115,38 +226,55 @@ def _hex_ids_to_base64(obj: dict[str, Any]) -> None:
 
 
 # --- flattening ----------------------------------------------------------------------------------
-def flatten(request: ExportTraceServiceRequest, project: str = DEFAULT_PROJECT) -> DecodedBatch:
-    """Valid spans as rows; invalid ones counted with their reason."""
-    batch = DecodedBatch()
+def flatten(
+    request: ExportTraceServiceRequest,
+    project: str = DEFAULT_PROJECT,
+    limits: Limits | None = None,
+    warnings: Counter[str] | None = None,
+) -> DecodedBatch:
+    """Valid spans as rows; invalid ones counted with their reason, repairs with a warning."""
+    limits = limits or Limits()
+    now_ns = limits.now_ns if limits.now_ns is not None else time.time_ns()
+    batch = DecodedBatch(warnings=Counter(warnings or {}))
+    clip = _Clipper(limits.max_attribute_bytes, batch.warnings)
     for resource_spans in request.resource_spans:
-        resource = attributes_to_dict(resource_spans.resource.attributes)
+        resource = clip.mapping(attributes_to_dict(resource_spans.resource.attributes))
         service = resource.get(SERVICE_NAME) or UNKNOWN_SERVICE
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                reason = invalid_reason(span)
+                reason = invalid_reason(span, now_ns + limits.future_limit_ns)
                 if reason:
                     batch.rejected += 1
                     batch.reasons[reason] += 1
                     continue
-                batch.spans.append(span_row(span, service, resource, project))
+                batch.spans.append(span_row(span, service, resource, project, clip))
     return batch
 
 
-def invalid_reason(span: Span) -> str | None:
-    """Why a span cannot be stored, or None when it can."""
+def invalid_reason(span: Span, latest_ns: int | None = None) -> str | None:
+    """Why a span cannot be stored, or None when it can. ``latest_ns``: the latest acceptable time
+    (default: 24 h from now)."""
     if len(span.trace_id) != 16 or span.trace_id == bytes(16):
-        return "with an invalid trace id"
+        return INVALID_TRACE_ID
     if len(span.span_id) != 8 or span.span_id == NO_PARENT:
-        return "with an invalid span id"
+        return INVALID_SPAN_ID
     if span.parent_span_id and len(span.parent_span_id) != 8:
-        return "with an invalid parent span id"
+        return INVALID_PARENT_ID
+    if span.start_time_unix_nano == 0:
+        return AT_EPOCH
+    latest = latest_ns if latest_ns is not None else time.time_ns() + FUTURE_LIMIT_NS
+    if max(span.start_time_unix_nano, span.end_time_unix_nano) > latest:
+        return IN_FUTURE
     if span.end_time_unix_nano < span.start_time_unix_nano:
-        return "ending before they start"
+        return ENDS_BEFORE_START
     return None
 
 
-def span_row(span: Span, service: str, resource: dict[str, str], project: str) -> SpanRow:
-    attributes = attributes_to_dict(span.attributes)
+def span_row(
+    span: Span, service: str, resource: dict[str, str], project: str, clip: _Clipper | None = None
+) -> SpanRow:
+    clip = clip or _Clipper(DEFAULT_MAX_ATTRIBUTE_BYTES, Counter())
+    attributes = clip.mapping(attributes_to_dict(span.attributes))
     parent = span.parent_span_id or NO_PARENT
     return SpanRow(
         project=project,
@@ -154,16 +282,45 @@ def span_row(span: Span, service: str, resource: dict[str, str], project: str) -
         span_id=span.span_id,
         parent_span_id=parent,
         service=service,
-        name=span.name,
+        name=clip.text(span.name),
         span_kind=_SPAN_KINDS.get(span.kind, "unspecified"),
         kind=classify(attributes, has_parent=parent != NO_PARENT),
         start_ns=span.start_time_unix_nano,
         duration_ns=span.end_time_unix_nano - span.start_time_unix_nano,
         status_code=int(span.status.code),
-        status_message=span.status.message,
+        status_message=clip.text(span.status.message),
         attributes=attributes,
         resource_attributes=resource,
     )
+
+
+class _Clipper:
+    """Cuts texts over ``limit`` UTF-8 bytes (on a character boundary) and appends a marker saying
+    how many bytes were dropped; counts the cuts in ``warnings``."""
+
+    def __init__(self, limit: int, warnings: Counter[str]) -> None:
+        self.limit, self.warnings = limit, warnings
+
+    def text(self, value: str) -> str:
+        if len(value) * 4 <= self.limit:  # cannot be over the limit: skip encoding
+            return value
+        clipped = truncate_utf8(value, self.limit)
+        if clipped is not value:
+            self.warnings[TRUNCATED] += 1
+        return clipped
+
+    def mapping(self, values: dict[str, str]) -> dict[str, str]:
+        return {self.text(key): self.text(value) for key, value in values.items()}
+
+
+def truncate_utf8(value: str, limit: int) -> str:
+    """``value`` cut to at most ``limit`` UTF-8 bytes plus a marker; ``value`` itself when short."""
+    data = value.encode("utf-8")
+    if len(data) <= limit:
+        return value
+    kept = data[:limit].decode("utf-8", errors="ignore")  # drops a character cut in half
+    dropped = len(data) - len(kept.encode("utf-8"))
+    return kept + TRUNCATION_MARKER.format(dropped=dropped)
 
 
 def attributes_to_dict(attributes: Iterable[KeyValue]) -> dict[str, str]:
@@ -197,12 +354,17 @@ def _plain(value: AnyValue) -> Any:
 
 # --- responses -----------------------------------------------------------------------------------
 def encode_response(batch: DecodedBatch, as_json: bool) -> bytes:
-    """ExportTraceServiceResponse, with ``partial_success`` only when spans were rejected."""
+    """ExportTraceServiceResponse, with ``partial_success`` only when spans were rejected or changed."""
+    return _encode(export_response(batch), as_json)
+
+
+def export_response(batch: DecodedBatch) -> ExportTraceServiceResponse:
+    """``partial_success`` when spans were rejected (or kept with changes, ``rejected_spans`` 0)."""
     response = ExportTraceServiceResponse()
-    if batch.rejected:
+    if batch.rejected or batch.warnings:
         response.partial_success.rejected_spans = batch.rejected
         response.partial_success.error_message = batch.error_message
-    return _encode(response, as_json)
+    return response
 
 
 def encode_status(code: int, message: str, as_json: bool) -> bytes:

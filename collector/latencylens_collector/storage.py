@@ -120,11 +120,26 @@ class Store:
         with self._guard("querying") as client:
             return list(client.query(sql, parameters=dict(parameters or {})).named_results())
 
-    def insert(self, table: str, rows: Sequence[Sequence[Any]], column_names: Sequence[str]) -> None:
+    def insert(
+        self,
+        table: str,
+        rows: Sequence[Sequence[Any]],
+        column_names: Sequence[str],
+        dedup_token: str | None = None,
+    ) -> None:
+        """Insert rows. With ``dedup_token``, ClickHouse drops a repeat of the same insert (replicated
+        tables, or tables with ``non_replicated_deduplication_window``), so a retried batch is stored once."""
         if not rows:
             return
+        settings = {"insert_deduplication_token": dedup_token} if dedup_token else None
         with self._guard(f"inserting into {table}") as client:
-            client.insert(f"{self.database}.{table}", rows, column_names=list(column_names))
+            client.insert(
+                f"{self.database}.{table}", rows, column_names=list(column_names), settings=settings
+            )
+
+    def ping(self) -> None:
+        """Raise :class:`StorageError` unless ClickHouse answers a trivial query."""
+        self.query("SELECT 1")
 
     # --- schema -----------------------------------------------------------------------------------
     def migrate(self) -> list[Migration]:
@@ -135,14 +150,23 @@ class Store:
         self._migrated = True
         return applied
 
+    @property
+    def migrated(self) -> bool:
+        """Whether this store has applied (or checked) the migrations since it was created."""
+        return self._migrated
+
     def ensure_ready(self) -> None:
         """Migrate once per store, retried on the next call when ClickHouse was down."""
         if not self._migrated:
             self.migrate()
 
     # --- spans --------------------------------------------------------------------------------------
-    def insert_spans(self, rows: Sequence[SpanRow]) -> None:
-        self.insert("spans", [span_values(row) for row in rows], SPAN_COLUMNS)
+    def insert_spans(self, rows: Sequence[SpanRow], dedup_token: str | None = None) -> None:
+        """One insert of span rows; a replay of the same batch passes the same ``dedup_token``.
+
+        Duplicates that still get in collapse anyway: ``spans`` is a ReplacingMergeTree keyed by
+        (project, trace_id, span_id) and every read uses FINAL."""
+        self.insert("spans", [span_values(row) for row in rows], SPAN_COLUMNS, dedup_token=dedup_token)
 
     def spans_of_traces(self, trace_ids: Iterable[bytes], project: str = DEFAULT_PROJECT) -> list[SpanRow]:
         """Every stored span of these traces (deduplicated), in start order, in one query."""

@@ -1,7 +1,12 @@
-"""OTLP/HTTP trace intake (``POST /v1/traces``), protobuf or JSON, optionally gzipped."""
+"""OTLP/HTTP trace intake (``POST /v1/traces``), protobuf or JSON, optionally gzipped.
+
+The answer comes once the spans are durable (in ClickHouse or fsync'ed in the spool); a full queue
+is answered 429 with ``Retry-After``, as OTLP exporters expect.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import zlib
 from typing import Final
@@ -9,9 +14,10 @@ from typing import Final
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from latencylens_collector import otlp
-from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, IngestorDep, ProjectDep, SettingsDep
-from latencylens_collector.storage import StorageError
+from latencylens_collector import metrics, otlp
+from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, ProjectDep, SettingsDep
+from latencylens_collector.ingest import Clock
+from latencylens_collector.pipeline import Pipeline, PipelineClosed, QueueFull, WriteFailed, count_received
 
 _log = logging.getLogger(__name__)
 router = APIRouter(tags=["otlp"])
@@ -23,12 +29,15 @@ ACCEPTED_TYPES: Final = ", ".join(_CONTENT_TYPES)
 
 # google.rpc.Code values for the error body.
 _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _INTERNAL, _UNAVAILABLE = 3, 8, 13, 14
+QUEUE_FULL_RETRY_AFTER_SECONDS: Final = 1
+"""A full queue drains within a flush or two: retry soon."""
+PROTOCOL: Final = "http"
 
 
 class _Rejected(Exception):
-    def __init__(self, http_status: int, code: int, message: str) -> None:
+    def __init__(self, http_status: int, code: int, message: str, reason: str) -> None:
         super().__init__(message)
-        self.http_status, self.code, self.message = http_status, code, message
+        self.http_status, self.code, self.message, self.reason = http_status, code, message, reason
 
 
 @router.post(
@@ -36,35 +45,45 @@ class _Rejected(Exception):
     summary="Export traces (OTLP/HTTP)",
     description="Accepts an ExportTraceServiceRequest as `application/x-protobuf` or `application/json` "
     "(optionally `Content-Encoding: gzip`) and answers with an ExportTraceServiceResponse in the same "
-    "encoding; invalid spans are dropped and reported in `partial_success`.",
+    "encoding once the spans are stored (or spooled to disk); invalid spans are dropped and "
+    "reported in `partial_success`, repaired ones (invalid UTF-8, oversized values) are kept and "
+    "reported there with `rejected_spans` 0.",
     response_class=Response,
     responses={
         400: {"description": "Body could not be decoded."},
         413: {"description": "Body larger than the configured limit."},
         415: {"description": "Unsupported Content-Type or Content-Encoding."},
-        503: {"description": "Storage unavailable; retry after Retry-After seconds."},
+        429: {"description": "Ingest queue full; retry after Retry-After seconds."},
+        503: {"description": "Storage and spool unavailable; retry after Retry-After seconds."},
     },
 )
-async def export_traces(
-    request: Request, settings: SettingsDep, ingestor: IngestorDep, project: ProjectDep
-) -> Response:
+async def export_traces(request: Request, settings: SettingsDep, project: ProjectDep) -> Response:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     as_json = _CONTENT_TYPES.get(content_type)
     if as_json is None:
         shown = content_type or "none"
+        metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="unsupported_media_type").inc()
         return _error(415, _INVALID_ARGUMENT, f"unsupported Content-Type {shown}; use {ACCEPTED_TYPES}", True)
+    pipeline: Pipeline = request.app.state.pipeline
+    clock: Clock = request.app.state.clock
+    limits = otlp.Limits(max_attribute_bytes=settings.max_attribute_bytes, now_ns=clock())
     try:
         body = await _read_body(request, settings.max_body_bytes)
-        export = otlp.parse_json(body) if as_json else otlp.parse_protobuf(body)
-        batch = otlp.flatten(export, project=project)
-        await run_in_threadpool(ingestor.ingest, batch.spans)
+        batch = await run_in_threadpool(otlp.decode, body, as_json, project, limits)
+        count_received(batch, PROTOCOL)
+        if batch.spans:
+            await asyncio.wrap_future(pipeline.submit(batch.spans))
     except _Rejected as exc:
-        return _error(exc.http_status, exc.code, exc.message, as_json)
+        return _refuse(exc.reason, exc.http_status, exc.code, exc.message, as_json)
     except otlp.OtlpDecodeError as exc:
-        return _error(400, _INVALID_ARGUMENT, str(exc), as_json)
-    except StorageError as exc:
-        _log.warning("could not store spans: %s", exc)
-        return _error(503, _UNAVAILABLE, f"storage unavailable: {exc}", as_json, retry=True)
+        return _refuse("bad_request", 400, _INVALID_ARGUMENT, str(exc), as_json)
+    except QueueFull as exc:
+        return _refuse(
+            "queue_full", 429, _RESOURCE_EXHAUSTED, str(exc), as_json, QUEUE_FULL_RETRY_AFTER_SECONDS
+        )
+    except (PipelineClosed, WriteFailed) as exc:
+        _log.warning("could not accept spans: %s", exc)
+        return _refuse("unavailable", 503, _UNAVAILABLE, str(exc), as_json, RETRY_AFTER_SECONDS)
     except Exception:
         _log.exception("unexpected error while ingesting spans")
         return _error(500, _INTERNAL, "internal error while ingesting spans", as_json)
@@ -75,15 +94,20 @@ async def _read_body(request: Request, limit: int) -> bytes:
     """The decompressed body, refusing anything over ``limit`` bytes before or after gunzip."""
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip", ""):
-        raise _Rejected(415, _INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding}; use gzip or none")
+        raise _Rejected(
+            415,
+            _INVALID_ARGUMENT,
+            f"unsupported Content-Encoding {encoding}; use gzip or none",
+            "unsupported_media_type",
+        )
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit))
+        raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit), "too_large")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit))
+            raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit), "too_large")
         chunks.append(chunk)
     body = b"".join(chunks)
     if encoding != "gzip":
@@ -92,9 +116,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
     try:
         data = inflater.decompress(body, limit + 1)
     except zlib.error as exc:
-        raise _Rejected(400, _INVALID_ARGUMENT, f"body is not valid gzip: {exc}") from exc
+        raise _Rejected(400, _INVALID_ARGUMENT, f"body is not valid gzip: {exc}", "bad_request") from exc
     if len(data) > limit or inflater.unconsumed_tail:
-        raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit) + " after decompression")
+        raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit) + " after decompression", "too_large")
     return data
 
 
@@ -106,8 +130,17 @@ def _media_type(as_json: bool) -> str:
     return JSON if as_json else PROTOBUF
 
 
-def _error(http_status: int, code: int, message: str, as_json: bool, retry: bool = False) -> Response:
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if retry else None
+def _refuse(
+    reason: str, http_status: int, code: int, message: str, as_json: bool, retry_after: int | None = None
+) -> Response:
+    metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason=reason).inc()
+    return _error(http_status, code, message, as_json, retry_after)
+
+
+def _error(
+    http_status: int, code: int, message: str, as_json: bool, retry_after: int | None = None
+) -> Response:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return Response(
         otlp.encode_status(code, message, as_json),
         status_code=http_status,

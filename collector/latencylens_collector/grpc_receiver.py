@@ -1,0 +1,175 @@
+"""OTLP/gRPC trace receiver (port 4317 by default), the official ``TraceService``.
+
+It shares everything after decoding with OTLP/HTTP: the caller's project comes from the same
+:func:`resolve_project`, spans go through the same pipeline, and ``Export`` returns only once they
+are stored or spooled. A full queue is ``RESOURCE_EXHAUSTED`` and unavailable storage and spool
+``UNAVAILABLE``, both with a ``RetryInfo`` trailer so exporters wait before retrying.
+
+The method is registered like ``add_TraceServiceServicer_to_server`` does, with one change: the
+request deserializer repairs strings that are not UTF-8 (the stock one fails the whole call with
+INTERNAL) and turns an undecodable body into INVALID_ARGUMENT with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final, NoReturn
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceServicer
+
+from latencylens_collector import metrics, otlp
+from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, resolve_project
+from latencylens_collector.auth import KeyStore, Unauthorized
+from latencylens_collector.ingest import Clock
+from latencylens_collector.pipeline import Pipeline, PipelineClosed, QueueFull, WriteFailed, count_received
+from latencylens_collector.settings import Settings
+
+_log = logging.getLogger(__name__)
+
+PROTOCOL: Final = "grpc"
+SERVICE_NAME: Final = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name
+QUEUE_FULL_RETRY_S: Final = 1
+MAX_WORKERS: Final = 16
+"""Concurrent Export calls being decoded or waiting for their batch to be written."""
+
+
+@dataclass
+class ReceivedExport:
+    """A decoded request body, what was repaired in it, or why it could not be decoded."""
+
+    request: ExportTraceServiceRequest | None
+    warnings: Counter[str] = field(default_factory=Counter)
+    error: str = ""
+
+
+def deserialize(body: bytes) -> ReceivedExport:
+    warnings: Counter[str] = Counter()
+    try:
+        return ReceivedExport(otlp.parse_protobuf(body, warnings), warnings)
+    except otlp.OtlpDecodeError as exc:
+        return ReceivedExport(None, warnings, str(exc))
+
+
+class TraceReceiver(TraceServiceServicer):
+    """``TraceService/Export`` over the ingest pipeline."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        settings: Settings,
+        clock: Clock,
+        keys: Callable[[], KeyStore | None] = lambda: None,
+    ) -> None:
+        self.pipeline, self.settings, self.clock, self.keys = pipeline, settings, clock, keys
+
+    def Export(self, request: Any, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        received: ReceivedExport = request
+        if received.request is None:
+            metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="bad_request").inc()
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, received.error)
+        metadata = {key.lower(): value for key, value in context.invocation_metadata()}
+        try:
+            project = resolve_project(
+                _text(metadata.get("authorization")), self.keys(), _text(metadata.get("x-api-key"))
+            )
+        except Unauthorized as exc:
+            metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="unauthenticated").inc()
+            _abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
+        limits = otlp.Limits(max_attribute_bytes=self.settings.max_attribute_bytes, now_ns=self.clock())
+        batch = otlp.flatten(received.request, project=project, limits=limits, warnings=received.warnings)
+        count_received(batch, PROTOCOL)
+        if batch.spans:
+            try:
+                self.pipeline.submit(batch.spans).result()
+            except QueueFull as exc:
+                _refuse(
+                    context, "queue_full", grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), QUEUE_FULL_RETRY_S
+                )
+            except (PipelineClosed, WriteFailed) as exc:
+                _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
+        return otlp.export_response(batch)
+
+
+def _refuse(
+    context: grpc.ServicerContext, reason: str, code: grpc.StatusCode, message: str, retry_s: int
+) -> NoReturn:
+    metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason=reason).inc()
+    retry = RetryInfo(retry_delay=Duration(seconds=retry_s))
+    context.set_trailing_metadata((("google.rpc.retryinfo-bin", retry.SerializeToString()),))
+    _abort(context, code, message)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
+    context.abort(code, message)
+    raise AssertionError("ServicerContext.abort returned")  # it always raises
+
+
+def add_receiver_to_server(receiver: TraceReceiver, server: grpc.Server) -> None:
+    """Register ``Export`` under the official service name with the repairing deserializer."""
+    handler = grpc.unary_unary_rpc_method_handler(
+        receiver.Export,
+        request_deserializer=deserialize,
+        response_serializer=ExportTraceServiceResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE_NAME, {"Export": handler}),)
+    )
+
+
+class GrpcServer:
+    """The gRPC server's lifecycle: ``start`` binds (port 0 picks one), ``stop`` drains calls."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        settings: Settings,
+        clock: Clock,
+        keys: Callable[[], KeyStore | None] = lambda: None,
+    ) -> None:
+        self.settings = settings
+        self.receiver = TraceReceiver(pipeline, settings, clock, keys)
+        self._server: grpc.Server | None = None
+        self.port: int | None = None
+
+    def start(self) -> int:
+        """Listen and serve; returns the port. Raises OSError when the address cannot be bound."""
+        server = grpc.server(
+            ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="latencylens-grpc"),
+            options=[
+                ("grpc.max_receive_message_length", self.settings.max_body_bytes),
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        add_receiver_to_server(self.receiver, server)
+        address = f"{self.settings.host}:{self.settings.grpc_port}"
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError as exc:
+            raise OSError(f"cannot listen for OTLP/gRPC on {address}: {exc}") from exc
+        if not port:
+            raise OSError(f"cannot listen for OTLP/gRPC on {address}")
+        server.start()
+        self._server, self.port = server, port
+        return port
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Refuse new calls and let running ones finish (they wait for the writer)."""
+        if self._server is not None:
+            self._server.stop(grace_s).wait()
+            self._server = None

@@ -1,0 +1,18 @@
+"""Ingest pipeline: bounded queue, batching writer and disk spool between OTLP receivers and ClickHouse.
+
+Receivers (HTTP and gRPC) decode an export, :meth:`Pipeline.submit` its spans and answer only when
+the future resolves, i.e. when the spans are in ClickHouse or fsync'ed in the spool.
+"""
+
+from latencylens_collector.pipeline.queue import Outcome, PipelineClosed, QueueFull, WriteFailed
+from latencylens_collector.pipeline.service import Pipeline, PipelineStatus, count_received
+
+__all__ = [
+    "Outcome",
+    "Pipeline",
+    "PipelineClosed",
+    "PipelineStatus",
+    "QueueFull",
+    "WriteFailed",
+    "count_received",
+]

@@ -1,0 +1,100 @@
+"""The ingest pipeline as one object: receivers submit spans, it answers when they are durable."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from latencylens_collector import metrics
+from latencylens_collector.ingest import Ingestor
+from latencylens_collector.otlp import REASON_CODES, DecodedBatch
+from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, PipelineClosed
+from latencylens_collector.pipeline.spool import Spool, SpoolError
+from latencylens_collector.pipeline.writer import Writer
+from latencylens_collector.rows import SpanRow
+from latencylens_collector.settings import Settings
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PipelineStatus:
+    """For /readyz: can an accepted batch be made durable now, and where."""
+
+    running: bool
+    storage_ok: bool | None
+    storage_error: str
+    spool: str
+    """``writable``, ``disabled`` or why it cannot be used."""
+    spool_pending_spans: int
+    queue_depth: int
+
+    @property
+    def spool_writable(self) -> bool:
+        return self.spool == "writable"
+
+
+class Pipeline:
+    """Bounded queue → single writer → ClickHouse, with the disk spool as fallback."""
+
+    def __init__(self, settings: Settings, ingestor: Ingestor) -> None:
+        self.settings = settings
+        self.queue = BoundedQueue(settings.max_queue_spans)
+        self.spool = Spool(settings.spool_dir) if settings.spool_dir is not None else None
+        self._spool_problem = "disabled" if self.spool is None else "not open"
+        self.writer = Writer(
+            self.queue,
+            ingestor,
+            self.spool,
+            max_batch_spans=settings.max_batch_spans,
+            flush_interval_s=settings.flush_interval_ms / 1000,
+        )
+
+    def start(self) -> None:
+        """Open the spool (its batches are replayed by the writer) and start writing."""
+        if self.spool is not None:
+            try:
+                self.spool.open()
+                self._spool_problem = ""
+                if self.spool.pending_spans:
+                    _log.info(
+                        "replaying %d spooled spans from %s", self.spool.pending_spans, self.spool.directory
+                    )
+            except SpoolError as exc:
+                self._spool_problem = str(exc)
+                _log.error("running without a spool: %s", exc)
+        self.writer.start()
+
+    def stop(self) -> None:
+        """Refuse new exports, write (or spool) everything accepted, release the spool."""
+        self.writer.stop()
+        if self.spool is not None:
+            self.spool.close()
+
+    def submit(self, spans: list[SpanRow]) -> Future[Outcome]:
+        """Queue an export's spans; the future resolves once they are stored or spooled (or fails
+        with WriteFailed). Raises QueueFull or PipelineClosed at once."""
+        if not self.writer.running:
+            raise PipelineClosed("the collector is not running its writer (starting or stopping)")
+        return self.queue.put(spans).future
+
+    def status(self) -> PipelineStatus:
+        state = self.writer.state()
+        spool = self._spool_problem or (self.spool.problem() if self.spool else None) or "writable"
+        return PipelineStatus(
+            running=self.writer.running,
+            storage_ok=state.storage_ok,
+            storage_error=state.storage_error,
+            spool=spool,
+            spool_pending_spans=self.spool.pending_spans if self.spool and self.spool.is_open else 0,
+            queue_depth=self.queue.depth,
+        )
+
+
+def count_received(batch: DecodedBatch, protocol: str) -> None:
+    """Metrics of one decoded export: spans received and rejected (by reason)."""
+    metrics.SPANS_RECEIVED.labels(protocol=protocol).inc(len(batch.spans) + batch.rejected)
+    for reason, count in batch.reasons.items():
+        code = REASON_CODES.get(reason, "other")
+        metrics.SPANS_REJECTED.labels(protocol=protocol, reason=code).inc(count)
