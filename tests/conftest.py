@@ -50,13 +50,18 @@ def chdb_dsn(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture
-def make_settings(chdb_dsn: str) -> Callable[..., Settings]:
+def make_settings(chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
+        database = f"test_{os.getpid()}_{next(_database_numbers)}"
+        metadata_dir = tmp_path_factory.mktemp(f"metadata_{database}")
         values: dict[str, Any] = {
             "clickhouse_dsn": chdb_dsn,
-            "database": f"test_{os.getpid()}_{next(_database_numbers)}",
+            "database": database,
+            # Keys and SLOs of each test in its own SQLite file, never the working folder's.
+            "metadata_url": f"sqlite:///{metadata_dir / 'metadata.db'}",
             "host": "127.0.0.1",
             "port": 0,
+            "grpc_port": 0,  # OTLP/gRPC on a free port too, never the shared 4317
         }
         values.update(overrides)
         return Settings(**values, environ={})

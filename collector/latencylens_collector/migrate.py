@@ -1,7 +1,9 @@
 """Versioned ClickHouse DDL: find the ``NNNN_name.sql`` files, apply the pending ones, record each.
 
 Safe to run twice and from several processes: every statement is ``IF NOT EXISTS`` and applied
-versions are recorded in ``schema_migrations``.
+versions are recorded in ``schema_migrations``. The statements are rendered for the store's
+topology (one server, or a cluster: see :mod:`ddl`), then the configured retention is applied as
+TTL whenever it differs from what the tables have.
 """
 
 from __future__ import annotations
@@ -11,23 +13,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from latencylens_collector.ddl import (
+    Topology,
+    current_ttl,
+    render,
+    retention_statement,
+    schema_migrations_table,
+    ttl_expression,
+)
+
 if TYPE_CHECKING:
     from latencylens_collector.storage import Store
 
 _FILE_NAME = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
 DATABASE_PLACEHOLDER = "{database}"
-
-_SCHEMA_MIGRATIONS = """
-CREATE TABLE IF NOT EXISTS {database}.schema_migrations
-(
-    version UInt32,
-    name String,
-    applied_at DateTime64(6, 'UTC') DEFAULT now64(6)
-)
-ENGINE = MergeTree
-ORDER BY version
-"""
+RETAINED_TABLES = ("spans", "requests")
+"""Tables whose rows expire after the configured retention (both have ``start_time``)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,11 @@ class Migration:
         sql = self.path.read_text(encoding="utf-8").replace(DATABASE_PLACEHOLDER, database)
         chunks = (chunk.strip() for chunk in _STATEMENT_END.split(sql))
         return [chunk for chunk in chunks if _has_code(chunk)]
+
+    def rendered(self, topology: Topology) -> list[str]:
+        """The statements to run on ``topology`` (unchanged on a single server)."""
+        statements = self.statements(topology.database)
+        return [out for statement in statements for out in render(statement, topology)]
 
 
 def _has_code(chunk: str) -> bool:
@@ -82,18 +89,46 @@ def applied_versions(store: Store) -> set[int]:
     return {int(row["version"]) for row in rows}
 
 
+def topology_of(store: Store) -> Topology:
+    return Topology(store.database, store.settings.clickhouse_cluster)
+
+
 def apply_migrations(store: Store, directory: Path | None = None) -> list[Migration]:
-    """Create the database and bookkeeping table, apply pending migrations in order."""
+    """Create the database and bookkeeping table, apply pending migrations in order, then the
+    configured retention."""
     migrations = load_migrations(directory)
-    store.command(f"CREATE DATABASE IF NOT EXISTS {store.database}")
-    store.command(_SCHEMA_MIGRATIONS.format(database=store.database))
+    topology = topology_of(store)
+    for statement in render(f"CREATE DATABASE IF NOT EXISTS {store.database}", topology):
+        store.command(statement)
+    store.command(schema_migrations_table(topology))
     done = applied_versions(store)
     applied = []
     for migration in migrations:
+        statements = migration.rendered(topology)  # rendered even when applied: learns the tables
         if migration.version in done:
             continue
-        for statement in migration.statements(store.database):
+        for statement in statements:
             store.command(statement)
         store.insert("schema_migrations", [[migration.version, migration.name]], ["version", "name"])
         applied.append(migration)
+    apply_retention(store, topology)
     return applied
+
+
+def apply_retention(store: Store, topology: Topology) -> list[str]:
+    """Set, change or remove each table's TTL to match the settings; returns the statements run.
+
+    Changing a TTL makes ClickHouse re-evaluate existing parts in the background."""
+    days = {"spans": store.settings.spans_retention_days, "requests": store.settings.requests_retention_days}
+    run = []
+    for table in RETAINED_TABLES:
+        rows = store.query(
+            "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {name:String}",
+            {"db": store.database, "name": topology.local(table)},
+        )
+        if not rows or current_ttl(str(rows[0]["engine_full"])) == ttl_expression(days[table]):
+            continue
+        statement = retention_statement(table, days[table], topology)
+        store.command(statement)
+        run.append(statement)
+    return run

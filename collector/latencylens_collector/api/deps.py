@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timezone
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 
+from latencylens_collector.auth import KeyStore, Unauthorized, presented_key, project_for
 from latencylens_collector.ingest import Clock, Ingestor
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage import Store
@@ -37,11 +39,46 @@ def get_now(request: Request) -> datetime:
 
 
 DEFAULT_PROJECT = "default"
+_KEY_STORE_LOCK = threading.Lock()
+
+
+def app_key_store(app: FastAPI) -> KeyStore:
+    """The app's API-key store (``app.state.keys``), opened from its settings on first use; the
+    gRPC receiver passes it to :func:`resolve_project` too."""
+    state = app.state
+    keys: KeyStore | None = getattr(state, "keys", None)
+    if keys is None:
+        with _KEY_STORE_LOCK:
+            keys = getattr(state, "keys", None)
+            if keys is None:
+                settings: Settings = state.settings
+                keys = KeyStore(settings.metadata_url)
+                state.keys = keys
+    return keys
+
+
+def get_key_store(request: Request) -> KeyStore:
+    return app_key_store(request.app)
+
+
+def resolve_project(
+    authorization_header: str | None, keys: KeyStore | None = None, x_api_key: str | None = None
+) -> str:
+    """The project of a caller from its ``Authorization: Bearer`` (or ``x-api-key``) header;
+    shared by HTTP and gRPC. Callers outside FastAPI pass the app's key store (``app.state.keys``);
+    without one the collector is in local mode and every caller is ``default``.
+    Raises :class:`~latencylens_collector.auth.Unauthorized` for a missing or invalid key."""
+    return project_for(keys, presented_key(authorization_header, x_api_key))
 
 
 def get_project(request: Request) -> str:
-    """The project the caller may see and write; every query filters on it."""
-    return DEFAULT_PROJECT
+    """The project the caller may see and write; every query filters on it. 401 without a valid
+    key once keys exist."""
+    headers = request.headers
+    try:
+        return resolve_project(headers.get("authorization"), get_key_store(request), headers.get("x-api-key"))
+    except Unauthorized as exc:
+        raise HTTPException(status_code=401, detail=str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

@@ -1,0 +1,54 @@
+"""OpenInference (Arize Phoenix: ``openinference-instrumentation-*``).
+
+Names as in ``openinference-semantic-conventions`` 0.1 (``SpanAttributes``,
+``OpenInferenceSpanKindValues``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from latencylens import semconv
+
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+"""``LLM``, ``RETRIEVER``, ``RERANKER``, ``EMBEDDING``, ``TOOL``, ``CHAIN``, ``AGENT``, ..."""
+LLM_MODEL_NAME: Final = "llm.model_name"
+"""Model that answered (the response's model when known)."""
+LLM_PROVIDER: Final = "llm.provider"
+"""Who hosted the model: ``openai``, ``azure``, ``groq``, ..."""
+LLM_SYSTEM: Final = "llm.system"
+"""API family of the model: ``openai``, ``anthropic``, ..."""
+LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+"""All input tokens."""
+LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+"""All output tokens."""
+LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
+"""Input + output tokens."""
+LLM_TOKEN_COUNT_PROMPT_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
+"""Input tokens read from the provider's prompt cache (a subset of the prompt tokens)."""
+
+KIND_BY_SPAN_KIND: Final[Mapping[str, str]] = {
+    "LLM": semconv.KIND_MODEL,
+    "RETRIEVER": semconv.KIND_RETRIEVAL,
+    "RERANKER": semconv.KIND_RETRIEVAL,
+    "EMBEDDING": semconv.KIND_RETRIEVAL,
+    "TOOL": semconv.KIND_TOOL,
+}
+"""``CHAIN``, ``AGENT``, ``GUARDRAIL``, ... are application work: no entry, the default applies."""
+
+INPUT_TOKENS: Final = (LLM_TOKEN_COUNT_PROMPT,)
+OUTPUT_TOKENS: Final = (LLM_TOKEN_COUNT_COMPLETION,)
+TOTAL_TOKENS: Final = (LLM_TOKEN_COUNT_TOTAL,)
+CACHE_READ_TOKENS: Final = (LLM_TOKEN_COUNT_PROMPT_CACHE_READ,)
+MODEL: Final = (LLM_MODEL_NAME,)
+PROVIDER: Final = (LLM_PROVIDER, LLM_SYSTEM)
+
+
+def kind(attributes: Mapping[str, str]) -> str | None:
+    return KIND_BY_SPAN_KIND.get(attributes.get(OPENINFERENCE_SPAN_KIND, "").upper())
+
+
+def declares_kind(attributes: Mapping[str, str]) -> bool:
+    """Whether the span says what it is: then its word beats names from other conventions."""
+    return OPENINFERENCE_SPAN_KIND in attributes

@@ -1,0 +1,65 @@
+"""Reading attribute values, which the collector stores as text whatever their OTLP type."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+
+def parse_int(value: str | None) -> int | None:
+    """An attribute value as an integer (``"12"``, ``"1.5e3"``), or None."""
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return round(float(value))
+    except (ValueError, OverflowError):
+        return None
+
+
+def first_int(attributes: Mapping[str, str], *keys: str) -> int | None:
+    """The first of ``keys`` holding an integer."""
+    for key in keys:
+        value = parse_int(attributes.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def seconds_to_ns(value: str | None) -> int | None:
+    """A duration in (fractional) seconds as integer ns; None when absent, negative or not a number."""
+    if value is None or value == "":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return round(seconds * 1e9)
+
+
+def first_seconds_ns(attributes: Mapping[str, str], *keys: str) -> int | None:
+    """The first of ``keys`` holding a duration in seconds, as ns."""
+    for key in keys:
+        value = seconds_to_ns(attributes.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def first_text(attributes: Mapping[str, str], *keys: str) -> str:
+    """The first non-empty value among ``keys``, else ``""``."""
+    for key in keys:
+        value = attributes.get(key)
+        if value:
+            return value
+    return ""
+
+
+def is_true(attributes: Mapping[str, str], *keys: str) -> bool:
+    """Whether any of ``keys`` is a true boolean (stored as ``true``)."""
+    return any(attributes.get(key, "").lower() == "true" for key in keys)
