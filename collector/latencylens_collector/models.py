@@ -35,6 +35,9 @@ class RequestList(BaseModel):
     """Requests, slowest first."""
 
     requests: list[RequestSummary]
+    next_cursor: str | None = Field(
+        default=None, description="Pass as ``cursor`` for the next page; null on the last page."
+    )
 
 
 class SpanTree(BaseModel):
@@ -50,17 +53,102 @@ class SpanTree(BaseModel):
     duration_ns: int
     self_ns: int = Field(description="Exclusive time: duration minus the union of its children.")
     critical_ns: int = Field(description="Share of the request's critical path this span owns.")
+    critical_share: float = Field(description="critical_ns / the request's e2e_ns (0–1).")
     status: str = Field(description="unset, ok or error.")
     status_message: str
     attributes: dict[str, str]
     children: list[SpanTree] = Field(default_factory=list)
 
 
+class Explanation(BaseModel):
+    """The component that dominated a request's critical path, and how it is known."""
+
+    dominant: str = Field(description="The largest critical-path component.")
+    dominant_ns: int
+    share: float = Field(description="dominant_ns / e2e_ns (0–1).")
+    provenance: str = Field(description="reported, measured or derived.")
+    sentence: str = Field(description="One plain sentence saying where the time went.")
+
+
 class RequestDetail(RequestSummary):
-    """One request with the busy view and its span tree."""
+    """One request with the busy view, an explanation and its span tree."""
 
     busy: dict[str, int] = Field(description="Exclusive ns per component summed over all spans.")
+    explanation: Explanation
     spans: list[SpanTree] = Field(description="Root span first; orphans hang under the root.")
+
+
+class Quantiles(BaseModel):
+    """Percentiles in integer ns; null when the group has no value for the metric."""
+
+    p50: int | None
+    p90: int | None
+    p95: int | None
+    p99: int | None
+
+
+class ComponentStats(Quantiles):
+    """A component's percentiles over requests and its share of the group's total time."""
+
+    share: float | None = Field(description="Sum of this component / sum of e2e (0–1).")
+
+
+class StatsGroup(BaseModel):
+    """Aggregates of one group (and time bucket)."""
+
+    key: dict[str, str] = Field(description="Group-by field → value; empty without group-by.")
+    bucket_start: datetime | None
+    count: int
+    e2e_ns: Quantiles
+    ttft_ns: Quantiles
+    itl_ns: Quantiles
+    components: dict[str, ComponentStats]
+    output_tokens_per_second: float | None = Field(description="Mean decode rate of the primary call.")
+    cached_token_ratio: float | None = Field(description="Cache-read input tokens / input tokens.")
+
+
+class StatsResponse(BaseModel):
+    """Aggregates of requests in [since, until)."""
+
+    since: datetime
+    until: datetime
+    by: list[str]
+    bucket: str | None
+    groups: list[StatsGroup]
+
+
+class CompareSide(BaseModel):
+    count: int
+    value_ns: int | None
+
+
+class ComponentDelta(BaseModel):
+    name: str
+    a_ns: int | None
+    b_ns: int | None
+    delta_ns: int | None
+
+
+class CompareGroup(BaseModel):
+    key: dict[str, str]
+    a_ns: int | None
+    b_ns: int | None
+    delta_ns: int | None
+    top_component: str | None
+    top_component_delta_ns: int | None
+
+
+class CompareResponse(BaseModel):
+    """A metric's percentile in two time ranges, what changed most, and where."""
+
+    metric: str
+    quantile: str
+    a: CompareSide
+    b: CompareSide
+    delta_ns: int | None = Field(description="b − a.")
+    components: list[ComponentDelta] = Field(description="The metric's components, by |delta| desc.")
+    groups: list[CompareGroup] = Field(description="By |delta| desc; groups seen in both ranges first.")
+    summary: str
 
 
 class Health(BaseModel):

@@ -99,6 +99,31 @@ CASES = [
         {TOOL: 70, APP_OTHER: 10, QUEUE: 6, PREFILL: 12, DECODE: 36, NETWORK: 6},
     ),
     Case(
+        # root 0-100: tool a 10-50 starts first, tool b 20-90 ends last. Walking back from the end:
+        # root 90-100 (10), b 20-90 (70), then a owns only 10-20 (10), root 0-10 (10).
+        # tool 70 + 10 = 80, app_other 20; busy tool = 40 + 70 = 110.
+        "parallel tools: the early finisher owns only what precedes the other",
+        [
+            span("r", None, 0, 100),
+            span("a", "r", 10, 50, "tool"),
+            span("b", "r", 20, 90, "tool"),
+        ],
+        {TOOL: 80, APP_OTHER: 20},
+        busy_ms={TOOL: 110, APP_OTHER: 20},
+    ),
+    Case(
+        # root 0-100, tool 10-60 whose retrieval 40-80 outlives it: clipped to 40-60.
+        # root 60-100 (40) + 0-10 (10) = app_other 50; retrieval 20; tool 10-40 = 30.
+        "grandchild outlives its parent",
+        [
+            span("r", None, 0, 100),
+            span("t", "r", 10, 60, "tool"),
+            span("ret", "t", 40, 80, "retrieval"),
+        ],
+        {TOOL: 30, RETRIEVAL: 20, APP_OTHER: 50},
+        busy_ms={TOOL: 30, RETRIEVAL: 20, APP_OTHER: 50},
+    ),
+    Case(
         # A child 50-150 outliving its root 0-100 is clipped to 50-100.
         "child outlives parent",
         [span("r", None, 0, 100), span("t", "r", 50, 150, "tool")],

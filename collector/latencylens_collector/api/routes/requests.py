@@ -1,4 +1,4 @@
-"""Query API: the slowest requests and one request's breakdown."""
+"""Query API: the slowest requests and one request's breakdown and explanation."""
 
 from __future__ import annotations
 
@@ -6,59 +6,71 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query
 
-from latencylens_collector import query
-from latencylens_collector.api.deps import NowDep, StoreDep
+from latencylens_collector import queries
+from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
 from latencylens_collector.models import RequestDetail, RequestList
 
 router = APIRouter(prefix="/api/requests", tags=["requests"])
 
-_TIME_HELP = "ISO-8601 (naive means UTC) or unix seconds."
+TIME_HELP = "ISO-8601 (naive means UTC) or unix seconds."
+ServiceQuery = Annotated[str | None, Query(description="Only requests whose root is in this service.")]
+RouteQuery = Annotated[str | None, Query(description="Only requests whose root span has this name.")]
+ModelQuery = Annotated[str | None, Query(description="Only requests whose primary model is this.")]
+ProviderQuery = Annotated[str | None, Query(description="Only requests whose primary provider is this.")]
 
 
 @router.get(
     "",
     summary="Slowest requests",
-    description="Requests started in [since, until) (default: the last 24 h), slowest first, "
-    "each with its end-to-end time split into components along the critical path.",
+    description="Requests started in [since, until) (default: the last 24 h, at most 90 days), slowest "
+    "first, each with its end-to-end time split into components along the critical path. Pages are "
+    "linked by an opaque cursor (next_cursor), never by offset.",
 )
 def list_requests(
     store: StoreDep,
+    project: ProjectDep,
     now: NowDep,
-    since: Annotated[str | None, Query(description=f"Window start. {_TIME_HELP}")] = None,
-    until: Annotated[str | None, Query(description=f"Window end (exclusive). {_TIME_HELP}")] = None,
-    service: Annotated[str | None, Query(description="Only requests whose root is in this service.")] = None,
-    model: Annotated[str | None, Query(description="Only requests whose primary model is this.")] = None,
+    since: Annotated[str | None, Query(description=f"Window start. {TIME_HELP}")] = None,
+    until: Annotated[str | None, Query(description=f"Window end (exclusive). {TIME_HELP}")] = None,
+    service: ServiceQuery = None,
+    route: RouteQuery = None,
+    model: ModelQuery = None,
+    provider: ProviderQuery = None,
     min_duration_ms: Annotated[
         float | None, Query(ge=0, description="Only requests at least this long (ms).")
     ] = None,
-    limit: Annotated[int, Query(ge=1, le=query.MAX_LIMIT, description="At most this many rows.")] = 50,
+    limit: Annotated[int, Query(ge=1, le=queries.MAX_LIMIT, description="At most this many rows.")] = 50,
+    cursor: Annotated[str | None, Query(description="next_cursor of the previous page.")] = None,
 ) -> RequestList:
     try:
-        return query.list_requests(
+        return queries.list_requests(
             store,
+            project,
             now=now,
             since=since,
             until=until,
-            service=service,
-            model=model,
+            filters=queries.Filters(service=service, route=route, model=model, provider=provider),
             min_duration_ms=min_duration_ms,
             limit=limit,
+            cursor=cursor,
         )
-    except ValueError as exc:
-        raise HTTPException(status_code=422, detail=f"invalid since/until: {exc}") from exc
+    except queries.QueryError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
 
 
 @router.get(
     "/{trace_id}",
     summary="One request",
-    description="The request's breakdown, its busy view and its span tree.",
+    description="The request's breakdown, busy view, explanation (dominant component, its provenance "
+    "and a sentence) and span tree with each span's self time and share of the critical path.",
     responses={404: {"description": "No request with this trace id."}},
 )
 def get_request(
     store: StoreDep,
-    trace_id: Annotated[str, Path(pattern=query.TRACE_ID_PATTERN, description="32 hex characters.")],
+    project: ProjectDep,
+    trace_id: Annotated[str, Path(pattern=queries.TRACE_ID_PATTERN, description="32 hex characters.")],
 ) -> RequestDetail:
-    detail = query.request_detail(store, trace_id.lower())
+    detail = queries.request_detail(store, project, trace_id.lower())
     if detail is None:
         raise HTTPException(status_code=404, detail=f"no request with trace id {trace_id}")
     return detail

@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench`` runs every module here that defines ``run(report)``."""

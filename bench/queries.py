@@ -1,0 +1,190 @@
+"""Query latency at scale: 1 M requests (10 M spans) in the embedded ClickHouse.
+
+Rows are generated inside ClickHouse (``INSERT … SELECT FROM numbers()``) over the 24 h before
+now, in a separate chdb directory (``.latencylens/bench``). 2 % of the requests are written twice,
+as a late span would cause, so ``FINAL`` has work to do. Each query runs through the same
+functions the API calls; we report its p50 over repeated runs and its ratio to a baseline scan
+measured in the same run (``SELECT sum(e2e_ns)`` over the project: one column, every row).
+
+Set ``LATENCYLENS_BENCH_REUSE=1`` to keep already loaded data, ``LATENCYLENS_BENCH_REQUESTS`` to
+load fewer requests for a quick check.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from latencylens_collector import queries
+from latencylens_collector.settings import Settings, chdb_dsn
+from latencylens_collector.storage import Store
+
+REQUESTS = int(os.environ.get("LATENCYLENS_BENCH_REQUESTS", "1000000"))
+"""Requests to load (a smaller number makes a quick smoke run)."""
+SPANS_PER_REQUEST = 10
+RUNS = 15
+PROJECT = "default"
+DAY_NS = 86_400 * 1_000_000_000
+BENCH_DIR = Path(__file__).resolve().parents[1] / ".latencylens" / "bench"
+
+_SERVICES = "['chat-api', 'search-api', 'agent']"
+_ROUTES = "['POST /chat', 'POST /search', 'POST /agent', 'GET /summary', 'POST /rerank', 'POST /tools']"
+_MODELS = (
+    "['llama-3.3-70b-versatile', 'openai/gpt-oss-20b', 'gpt-4o-mini', 'gpt-4.1', 'qwen3-32b', 'kimi-k2']"
+)
+_PROVIDERS = "['groq', 'groq', 'openai', 'openai', 'groq', 'groq']"
+
+# One request per number n: dimensions from a hash of n; components in ns; e2e is their sum.
+# In the second half of the day groq's queue grows by up to 150 ms, so compare has a story.
+REQUESTS_SQL = f"""
+INSERT INTO {{db}}.requests
+SELECT {{project:String}}, sipHash128(n),
+  fromUnixTimestamp64Nano(toInt64({{end:Int64}} - intDiv(n * 86400000000, {{n:UInt64}}) * 1000), 'UTC') AS st,
+  retrieval + tool + app_other + network + queue + prefill + decode + unattributed AS e2e,
+  {_SERVICES}[1 + h % 3], {_ROUTES}[1 + intDiv(h, 3) % 6],
+  {_MODELS}[1 + intDiv(h, 18) % 6] AS model, {_PROVIDERS}[1 + intDiv(h, 18) % 6] AS provider,
+  toUInt8(h % 97 = 0),
+  toInt64(cityHash64(n, 1) % 200000000) AS retrieval,
+  toInt64(cityHash64(n, 2) % 300000000) AS tool,
+  toInt64(5000000 + cityHash64(n, 3) % 20000000) AS app_other,
+  toInt64(10000000 + cityHash64(n, 4) % 40000000) AS network,
+  toInt64(cityHash64(n, 5) % 100000000
+          + if(provider = 'groq' AND n < intDiv({{n:UInt64}}, 2), cityHash64(n, 12) % 150000000, 0)) AS queue,
+  toInt64(5000000 + cityHash64(n, 6) % 50000000) AS prefill,
+  toInt64(100000000 + cityHash64(n, 7) % 1500000000 + {{extra:Int64}}) AS decode,
+  toInt64(cityHash64(n, 8) % 5000000) AS unattributed,
+  retrieval, tool + toInt64(cityHash64(n, 13) % 100000000), app_other, network, queue, prefill, decode,
+  unattributed,
+  map('retrieval', 'measured', 'tool', 'measured', 'app_other', 'measured', 'network', 'derived',
+      'queue', 'reported', 'prefill', 'reported', 'decode', 'reported', 'model_unattributed', 'derived'),
+  0,
+  toInt64(200 + cityHash64(n, 9) % 3800) AS input_tokens,
+  toInt64(50 + cityHash64(n, 10) % 750) AS output_tokens,
+  toInt64(intDiv(input_tokens * (cityHash64(n, 11) % 60), 100)),
+  network + queue + prefill,
+  toInt64(intDiv(decode, output_tokens - 1)),
+  output_tokens / (decode / 1e9),
+  1, {SPANS_PER_REQUEST}, now64(6) + {{later_s:UInt32}}
+FROM (SELECT number AS n, cityHash64(number) AS h FROM numbers({{n:UInt64}}) WHERE n % {{every:UInt32}} = 0)
+"""
+
+# Ten spans per request: the root, then nine children one after another across its window; the
+# fifth is the model call with reported timing.
+SPANS_SQL = """
+INSERT INTO {db}.spans (project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
+                        start_time, duration_ns, status_code, status_message, attributes, resource_attributes)
+SELECT {project:String}, r.trace_id,
+  toFixedString(substring(sipHash128(r.trace_id, k), 1, 8), 8),
+  if(k = 0, toFixedString(repeat('\\0', 8), 8), toFixedString(substring(sipHash128(r.trace_id, 0), 1, 8), 8)),
+  r.service, if(k = 0, r.name, ['', 'retrieve', 'tool a', 'tool b', 'chat', 'rerank', 'parse', 'format',
+                                'cache', 'log'][k + 1]),
+  if(k = 0, 'server', if(k = 4, 'client', 'internal')),
+  ['request', 'retrieval', 'tool', 'tool', 'model', 'other', 'other', 'other', 'other', 'other'][k + 1],
+  fromUnixTimestamp64Nano(
+    toUnixTimestamp64Nano(r.start_time) + if(k = 0, 0, intDiv(r.e2e_ns * (k - 1), 9)), 'UTC'),
+  if(k = 0, r.e2e_ns, intDiv(r.e2e_ns, 9)), 0, '',
+  if(k = 4, map('gen_ai.operation.name', 'chat', 'gen_ai.provider.name', r.provider,
+                'gen_ai.request.model', r.model, 'latencylens.provider.queue_ns', toString(r.queue_ns)),
+         map('latencylens.bench', '1')),
+  map('service.name', r.service)
+FROM {db}.requests AS r FINAL
+ARRAY JOIN range(10) AS k
+WHERE r.project = {project:String}
+"""
+
+
+def store() -> Store:
+    settings = Settings(clickhouse_dsn=chdb_dsn(BENCH_DIR), database="bench", environ={})
+    return Store(settings)
+
+
+def load(db: Store, report: Any) -> None:
+    loaded = db.query(f"SELECT count() AS n FROM {db.database}.requests FINAL")[0]["n"]
+    if os.environ.get("LATENCYLENS_BENCH_REUSE") == "1" and loaded == REQUESTS:
+        report.note(f"reusing {loaded:,} loaded requests")
+        return
+    db.command(f"DROP DATABASE IF EXISTS {db.database} SYNC")
+    db.migrate()
+    end = time.time_ns()
+    began = time.perf_counter()
+    base = {"project": PROJECT, "end": end, "n": REQUESTS}
+    sql = REQUESTS_SQL.replace("{db}", db.database)
+    db.command(sql, {**base, "every": 1, "extra": 0, "later_s": 0})
+    # 2 % recomputed later with 5 ms more decode: the newer row must win.
+    db.command(sql, {**base, "every": 50, "extra": 5_000_000, "later_s": 1})
+    report.add("load requests", time.perf_counter() - began, "s", f"{REQUESTS:,} + 2 % rewritten")
+    began = time.perf_counter()
+    db.command(SPANS_SQL.replace("{db}", db.database), {"project": PROJECT})
+    spans = db.query(f"SELECT count() AS n FROM {db.database}.spans")[0]["n"]
+    report.add("load spans", time.perf_counter() - began, "s", f"{spans:,} spans")
+
+
+def p50_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
+    fn()  # warm the caches once, as a serving process would be
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - began)
+    return statistics.median(times) * 1000
+
+
+def run(report: Any) -> None:
+    db = store()
+    db.migrate()
+    load(db, report)
+    now = datetime.now(timezone.utc)
+    parts = db.query(f"SELECT count() AS n FROM system.parts WHERE database = '{db.database}' AND active")
+    report.note(f"active parts: {parts[0]['n']}")
+
+    baseline = p50_ms(
+        lambda: db.query(
+            f"SELECT sum(e2e_ns) FROM {db.database}.requests WHERE project = {{p:String}}", {"p": PROJECT}
+        )
+    )
+    report.add("baseline: sum(e2e_ns) scan", baseline, "ms p50")
+    slowest = queries.list_requests(db, PROJECT, now=now, limit=50)
+    trace = slowest.requests[0].trace_id
+    half = int(now.timestamp()) - 43_200
+    day_ago = int(now.timestamp()) - 86_400
+    cases: dict[str, Callable[[], object]] = {
+        "slow list (24 h, 50 rows)": lambda: queries.list_requests(db, PROJECT, now=now, limit=50),
+        "slow list, page 2 by cursor": lambda: queries.list_requests(
+            db, PROJECT, now=now, limit=50, cursor=slowest.next_cursor
+        ),
+        "slow list, model filter": lambda: queries.list_requests(
+            db, PROJECT, now=now, limit=50, filters=queries.Filters(model="gpt-4o-mini")
+        ),
+        "stats by model (24 h)": lambda: queries.stats(db, PROJECT, now=now, by=["model"]),
+        "stats by provider, 1 h buckets": lambda: queries.stats(
+            db, PROJECT, now=now, by=["provider"], bucket="1h"
+        ),
+        "explain one request": lambda: queries.request_detail(db, PROJECT, trace),
+        "compare 12 h vs 12 h by provider,model": lambda: queries.compare(
+            db,
+            PROJECT,
+            now=now,
+            a_since=str(day_ago),
+            a_until=str(half),
+            b_since=str(half),
+            by=["provider", "model"],
+        ),
+    }
+    for name, fn in cases.items():
+        value = p50_ms(fn)
+        report.add(name, value, "ms p50", f"{value / baseline:.1f}× baseline")
+    result = queries.compare(
+        db,
+        PROJECT,
+        now=now,
+        a_since=str(day_ago),
+        a_until=str(half),
+        b_since=str(half),
+        by=["provider", "model"],
+    )
+    report.note(f"compare says: {result.summary}")

@@ -1,0 +1,59 @@
+"""Query API: aggregates of requests, grouped by dimensions and time buckets."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+
+from latencylens_collector import queries
+from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
+from latencylens_collector.api.routes.requests import (
+    TIME_HELP,
+    ModelQuery,
+    ProviderQuery,
+    RouteQuery,
+    ServiceQuery,
+)
+from latencylens_collector.models import StatsResponse
+
+router = APIRouter(prefix="/api/stats", tags=["stats"])
+
+
+@router.get(
+    "",
+    summary="Aggregates",
+    description="For requests started in [since, until) (default: the last 24 h, at most 90 days): "
+    "count, p50/p90/p95/p99 of end-to-end, TTFT, ITL and each component, each component's share "
+    "of total time, output tokens per second and cached-token ratio; grouped by `by` and/or "
+    "time `bucket`. Unknown group-by fields are refused with 422.",
+)
+def get_stats(
+    store: StoreDep,
+    project: ProjectDep,
+    now: NowDep,
+    since: Annotated[str | None, Query(description=f"Window start. {TIME_HELP}")] = None,
+    until: Annotated[str | None, Query(description=f"Window end (exclusive). {TIME_HELP}")] = None,
+    service: ServiceQuery = None,
+    route: RouteQuery = None,
+    model: ModelQuery = None,
+    provider: ProviderQuery = None,
+    by: Annotated[
+        str | None,
+        Query(description=f"Comma list of group-by fields: {', '.join(queries.GROUP_FIELDS)}."),
+    ] = None,
+    bucket: Annotated[str | None, Query(description=f"Time bucket: {', '.join(queries.BUCKETS)}.")] = None,
+) -> StatsResponse:
+    try:
+        return queries.stats(
+            store,
+            project,
+            now=now,
+            since=since,
+            until=until,
+            filters=queries.Filters(service=service, route=route, model=model, provider=provider),
+            by=queries.parse_group_by(by),
+            bucket=bucket,
+        )
+    except queries.QueryError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc

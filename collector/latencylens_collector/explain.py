@@ -1,0 +1,99 @@
+"""One request in one sentence: which component dominated its critical path, and how we know.
+
+Pure functions over a request's critical-path parts, so the API, the CLI and tests share them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from latencylens_collector.attribution import (
+    APP_OTHER,
+    COMPONENTS,
+    DECODE,
+    DERIVED,
+    MEASURED,
+    MODEL_UNATTRIBUTED,
+    NETWORK,
+    PREFILL,
+    QUEUE,
+    REPORTED,
+    RETRIEVAL,
+    TOOL,
+)
+
+_WHAT = {
+    RETRIEVAL: "Retrieval",
+    TOOL: "Tool calls",
+    APP_OTHER: "The application's own work (outside retrieval, tools and model calls)",
+    NETWORK: "Network and client overhead around the model call",
+    QUEUE: "Waiting in the provider's queue",
+    PREFILL: "Prompt processing (prefill)",
+    DECODE: "Generating output tokens (decode)",
+    MODEL_UNATTRIBUTED: "Model time the provider did not break down",
+}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The dominant component of a request's critical path."""
+
+    dominant: str
+    dominant_ns: int
+    share: float
+    """``dominant_ns / e2e_ns`` (0 when the request took no time)."""
+    provenance: str
+    sentence: str
+
+
+def explain(
+    parts: Mapping[str, int],
+    provenance: Mapping[str, str],
+    e2e_ns: int,
+    provider: str = "",
+    model: str = "",
+) -> Explanation:
+    """The largest critical-path component (ties: the earlier in :data:`COMPONENTS`) and a sentence."""
+    dominant = max(COMPONENTS, key=lambda name: (parts.get(name, 0), -COMPONENTS.index(name)))
+    ns = int(parts.get(dominant, 0))
+    share = ns / e2e_ns if e2e_ns > 0 else 0.0
+    source = provenance.get(dominant, DERIVED)
+    sentence = (
+        f"{_WHAT[dominant]}{_on(dominant, provider, model)} took {format_ns(ns)} of the request's "
+        f"{format_ns(e2e_ns)} ({share:.0%}); {_how(dominant, source, provider)}."
+    )
+    return Explanation(dominant, ns, share, source, sentence)
+
+
+def _on(component: str, provider: str, model: str) -> str:
+    if component in (PREFILL, DECODE, MODEL_UNATTRIBUTED) and model:
+        return f" on {model}" + (f" ({provider})" if provider else "")
+    if component == QUEUE and provider:
+        return f" at {provider}"
+    return ""
+
+
+def _how(component: str, source: str, provider: str) -> str:
+    who = provider or "the provider"
+    if component == NETWORK:
+        return f"derived as the call's measured time minus the server time {who} reported"
+    if component == MODEL_UNATTRIBUTED:
+        return f"{who} reported no timing split for this time"
+    if source == REPORTED:
+        return f"as reported by {who}"
+    if source == MEASURED:
+        if component == DECODE:
+            return "measured from the first to the last streamed chunk"
+        return "measured by the application's spans"
+    return "derived from the other measurements"
+
+
+def format_ns(ns: int) -> str:
+    """A duration for people: ``850 ms``, ``1.25 s``, ``0.4 ms``."""
+    ms = ns / 1e6
+    if abs(ms) >= 1000:
+        return f"{ms / 1000:.2f} s"
+    if abs(ms) >= 10:
+        return f"{ms:.0f} ms"
+    return f"{ms:.1f} ms"

@@ -1,0 +1,215 @@
+"""Two time ranges side by side: how a metric's percentile moved, which component moved it, where.
+
+Percentiles do not add up, so "of which" compares the same percentile of each component over the
+same requests (those that have the metric); the components of a metric are listed in
+:data:`queries.stats.METRIC_COMPONENTS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final
+
+from latencylens_collector.explain import format_ns
+from latencylens_collector.models import CompareGroup, CompareResponse, CompareSide, ComponentDelta
+from latencylens_collector.queries._common import (
+    MAX_GROUPS,
+    NO_FILTERS,
+    QUANTILES,
+    WINDOW_SQL,
+    Filters,
+    QueryError,
+    Window,
+    finite_int,
+    group_key,
+    key_select,
+    window,
+)
+from latencylens_collector.queries.stats import METRIC_COLUMNS, METRIC_COMPONENTS
+from latencylens_collector.storage import Store
+
+DEFAULT_RANGE_NS: Final = 3600 * 1_000_000_000
+"""Without bounds, range B is the last hour and range A the hour before it."""
+METRIC_LABELS: Final = {"e2e": "end-to-end", "ttft": "TTFT", "itl": "ITL"}
+
+
+@dataclass
+class _Side:
+    """One range's value of the metric and of each of its components, for one group."""
+
+    count: int
+    value: int | None
+    components: dict[str, int | None] = field(default_factory=dict)
+
+
+def compare(
+    store: Store,
+    project: str,
+    *,
+    now: datetime,
+    a_since: str | None = None,
+    a_until: str | None = None,
+    b_since: str | None = None,
+    b_until: str | None = None,
+    filters: Filters = NO_FILTERS,
+    by: Sequence[str] = (),
+    metric: str = "ttft",
+    quantile: str = "p95",
+) -> CompareResponse:
+    """Compare ``metric``'s ``quantile`` in range A (before) and range B (after)."""
+    if metric not in METRIC_COLUMNS:
+        raise QueryError(f"unknown metric {metric!r}; allowed: {', '.join(METRIC_COLUMNS)}")
+    if quantile not in QUANTILES:
+        raise QueryError(f"unknown quantile {quantile!r}; allowed: {', '.join(QUANTILES)}")
+    b = window(now, b_since, b_until, default_ns=DEFAULT_RANGE_NS, label="b_")
+    a = window(
+        now, a_since, a_until, default_ns=b.until_ns - b.since_ns, default_until_ns=b.since_ns, label="a_"
+    )
+    names = METRIC_COMPONENTS[metric]
+
+    a_all, a_groups = _side(store, project, a, filters, by, metric, quantile)
+    b_all, b_groups = _side(store, project, b, filters, by, metric, quantile)
+    components = [
+        ComponentDelta(
+            name=name,
+            a_ns=a_all.components.get(name),
+            b_ns=b_all.components.get(name),
+            delta_ns=_delta(a_all.components.get(name), b_all.components.get(name)),
+        )
+        for name in names
+    ]
+    components.sort(key=lambda c: (c.delta_ns is None, -abs(c.delta_ns or 0)))
+    groups = _groups(a_groups, b_groups, by, names) if by else []
+    delta = _delta(a_all.value, b_all.value)
+    return CompareResponse(
+        metric=metric,
+        quantile=quantile,
+        a=CompareSide(count=a_all.count, value_ns=a_all.value),
+        b=CompareSide(count=b_all.count, value_ns=b_all.value),
+        delta_ns=delta,
+        components=components,
+        groups=groups,
+        summary=summary(metric, quantile, delta, components, groups, by),
+    )
+
+
+def _delta(a: int | None, b: int | None) -> int | None:
+    return b - a if a is not None and b is not None else None
+
+
+def _side(
+    store: Store,
+    project: str,
+    span: Window,
+    filters: Filters,
+    by: Sequence[str],
+    metric: str,
+    quantile: str,
+) -> tuple[_Side, dict[tuple[str, ...], _Side]]:
+    """One range: the whole and, with ``by``, each group, in one scan (grouping sets)."""
+    column = METRIC_COLUMNS[metric]
+    level = QUANTILES[quantile]
+    has_metric = f"{column} IS NOT NULL"
+    names = METRIC_COMPONENTS[metric]
+    measures = [f"quantileBFloat16({level})({column}) AS value"]
+    measures += [f"quantileBFloat16If({level})({name}_ns, {has_metric}) AS c_{name}" for name in names]
+    filter_sql, params = filters.sql()
+    params.update(span.params(), project=project, limit=MAX_GROUPS + 2)
+    keys = ", ".join(f"k_{field}" for field in by)
+    rolled = f"grouping({keys}) AS rolled, " if by else "1 AS rolled, "
+    group_sql = f"GROUP BY GROUPING SETS (({keys}), ())" if by else ""
+    sql = (
+        f"SELECT {key_select(by)}{rolled}count() AS n, {', '.join(measures)} "
+        f"FROM {store.database}.requests FINAL WHERE {WINDOW_SQL}{filter_sql} "
+        f"{group_sql} LIMIT {{limit:UInt32}}"
+    )
+    rows = store.query(sql, params)
+    if len(rows) > MAX_GROUPS + 1:
+        raise QueryError(f"more than {MAX_GROUPS} groups: filter or group by fewer fields")
+    whole = _Side(0, None)
+    groups = {}
+    for row in rows:
+        if int(row["n"]) == 0:
+            continue
+        found = _Side(
+            count=int(row["n"]),
+            value=finite_int(row["value"]),
+            components={name: finite_int(row[f"c_{name}"]) for name in names},
+        )
+        if int(row["rolled"]):
+            whole = found
+        else:
+            groups[tuple(group_key(row, by).values())] = found
+    return whole, groups
+
+
+def _groups(
+    a: Mapping[tuple[str, ...], _Side],
+    b: Mapping[tuple[str, ...], _Side],
+    by: Sequence[str],
+    names: Sequence[str],
+) -> list[CompareGroup]:
+    groups = []
+    for key in sorted(set(a) | set(b)):
+        left, right = a.get(key), b.get(key)
+        deltas = {
+            name: _delta(left.components.get(name), right.components.get(name))
+            for name in names
+            if left is not None and right is not None
+        }
+        known = {name: d for name, d in deltas.items() if d is not None}
+        top = max(known, key=lambda name: abs(known[name])) if known else None
+        groups.append(
+            CompareGroup(
+                key=dict(zip(by, key, strict=True)),
+                a_ns=left.value if left else None,
+                b_ns=right.value if right else None,
+                delta_ns=_delta(left.value if left else None, right.value if right else None),
+                top_component=top,
+                top_component_delta_ns=known[top] if top else None,
+            )
+        )
+    groups.sort(key=lambda g: (g.delta_ns is None, -abs(g.delta_ns or 0)))
+    return groups
+
+
+def summary(
+    metric: str,
+    quantile: str,
+    delta: int | None,
+    components: Sequence[ComponentDelta],
+    groups: Sequence[CompareGroup],
+    by: Sequence[str],
+) -> str:
+    """ "p95 TTFT +180 ms, of which queue +150 ms on provider groq, model X"."""
+    label = f"{quantile} {METRIC_LABELS[metric]}"
+    if delta is None:
+        return f"{label}: not enough requests with this metric in both ranges to compare"
+    text = f"{label} {signed(delta)}"
+    top = components[0] if components and components[0].delta_ns is not None else None
+    if top is None or top.delta_ns is None:
+        return text
+    text += f", of which {top.name} {signed(top.delta_ns)}"
+    where = _where(top.name, top.delta_ns, groups)
+    if where is not None:
+        text += " on " + ", ".join(f"{field} {where.key[field]}" for field in by)
+    return text
+
+
+def _where(name: str, delta: int, groups: Sequence[CompareGroup]) -> CompareGroup | None:
+    """The group where ``name`` moved most in the same direction as overall."""
+    same = [
+        g
+        for g in groups
+        if g.top_component == name
+        and g.top_component_delta_ns is not None
+        and (g.top_component_delta_ns > 0) == (delta > 0)
+        and g.top_component_delta_ns != 0
+    ]
+    return max(same, key=lambda g: abs(g.top_component_delta_ns or 0)) if same else None
+
+
+def signed(ns: int) -> str:
+    return ("+" if ns >= 0 else "−") + format_ns(abs(ns))

@@ -1,0 +1,116 @@
+"""``latencylens explain | stats | compare`` and ``slow --cursor`` against a running collector."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import pytest
+from queries_data import MS, S, request_row, trace_id
+
+from latencylens_collector.cli import main
+from latencylens_collector.query_cli import headers, when
+
+
+@pytest.fixture
+def loaded(collector):
+    """Two hours ago: m-small 1000 ms (decode 600), m-big 2000 ms (queue 1500); an hour later m-big
+    again with 3000 ms of queue."""
+    t0 = (time.time_ns() // (3600 * S) - 2) * 3600 * S
+    collector.store.upsert_requests(
+        [
+            request_row(1, t0, {"network": 100, "queue": 300, "decode": 600}, model="m-small", ttft_ms=400),
+            request_row(
+                2, t0 + S, {"network": 100, "queue": 1500, "decode": 400}, model="m-big", ttft_ms=1600
+            ),
+            request_row(
+                3, t0 + 3600 * S, {"network": 100, "queue": 3000, "decode": 400}, model="m-big", ttft_ms=3100
+            ),
+        ]
+    )
+    collector.t0 = t0
+    return collector
+
+
+def test_stats_json_and_table(loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["stats", "--url", loaded.url, "--by", "model", "--since", "1d", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert [(g["key"]["model"], g["count"]) for g in body["groups"]] == [("m-big", 2), ("m-small", 1)]
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["stats", "--url", loaded.url, "--by", "model"]) == 0
+    out = capsys.readouterr().out
+    assert "m-big" in out and "m-small" in out and "queue" in out
+
+
+def test_stats_rejected_group_by_is_reported(loaded, capsys) -> None:
+    assert main(["stats", "--url", loaded.url, "--by", "colour"]) == 1
+    assert "allowed: service, route, model, provider" in capsys.readouterr().err
+
+
+def test_explain_table(loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["explain", trace_id(2).hex(), "--url", loaded.url]) == 0
+    out = capsys.readouterr().out
+    assert "Waiting in the provider's queue at groq took 1.50 s of the request's 2.00 s (75%)" in out
+    assert "dominant: queue 1500.0 ms" in out
+
+
+def test_compare_table(loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    a0 = loaded.t0 // S
+    argv = [
+        "compare",
+        "--url",
+        loaded.url,
+        "--a-since",
+        str(a0),
+        "--a-until",
+        str(a0 + 3600),
+        "--b-since",
+        str(a0 + 3600),
+        "--b-until",
+        str(a0 + 7200),
+        "--by",
+        "model",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    # A TTFT [400, 1600] p95 → 1600; B [3100] → 3100. Cut to 8 significant bits: 1593.8 and
+    # 3087.0 ms → +1.49 s. Queue p95 1500 → 3000 ms: 1493.2 → 2986.3 ms → +1.49 s, on m-big.
+    assert "p95 TTFT +1.49 s, of which queue +1.49 s on model m-big" in out
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["groups"][0]["key"] == {"model": "m-big"}
+
+
+def test_slow_pages_with_cursor(loaded, capsys) -> None:
+    assert main(["slow", "--url", loaded.url, "--limit", "2", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert [r["e2e_ns"] // MS for r in first["requests"]] == [3500, 2000]
+    assert (
+        main(["slow", "--url", loaded.url, "--limit", "2", "--cursor", first["next_cursor"], "--json"]) == 0
+    )
+    second = json.loads(capsys.readouterr().out)
+    assert [r["e2e_ns"] // MS for r in second["requests"]] == [1000] and second["next_cursor"] is None
+    assert main(["slow", "--url", loaded.url, "--limit", "2"]) == 0
+    assert f"--cursor {first['next_cursor']}" in capsys.readouterr().out
+
+
+def test_api_key_goes_in_the_authorization_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LATENCYLENS_API_KEY", raising=False)
+    assert headers(argparse.Namespace(api_key=None)) == {}
+    monkeypatch.setenv("LATENCYLENS_API_KEY", "from-env")
+    assert headers(argparse.Namespace(api_key=None)) == {"Authorization": "Bearer from-env"}
+    assert headers(argparse.Namespace(api_key="flag")) == {"Authorization": "Bearer flag"}
+
+
+def test_relative_times() -> None:
+    assert when("1h", now_s=10_000.0) == "6400.000"
+    assert when("30m", now_s=10_000.0) == "8200.000"
+    assert when("2024-05-01T00:00:00Z") == "2024-05-01T00:00:00Z"
+    assert when(None) is None
+
+
+def test_unreachable_collector(capsys) -> None:
+    assert main(["stats", "--url", "http://127.0.0.1:9"]) == 1
+    assert "cannot reach" in capsys.readouterr().err

@@ -1,0 +1,53 @@
+"""The one-sentence explanation of a request (pure function)."""
+
+from __future__ import annotations
+
+import pytest
+
+from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.explain import explain, format_ns
+
+MS = 1_000_000
+PROVENANCE = {"decode": "reported", "network": "derived", "queue": "reported", "tool": "measured"}
+
+
+def parts(**ms: int) -> dict[str, int]:
+    return {name: ms.get(name, 0) * MS for name in COMPONENTS}
+
+
+def test_decode_dominates() -> None:
+    found = explain(parts(decode=1500, queue=300, network=200), PROVENANCE, 2000 * MS, "groq", "llama-3")
+    assert (found.dominant, found.dominant_ns, found.share, found.provenance) == (
+        "decode",
+        1500 * MS,
+        0.75,
+        "reported",
+    )
+    assert found.sentence == (
+        "Generating output tokens (decode) on llama-3 (groq) took 1.50 s of the request's 2.00 s (75%); "
+        "as reported by groq."
+    )
+
+
+def test_network_is_derived() -> None:
+    found = explain(parts(network=600, decode=400), PROVENANCE, 1000 * MS, "openai", "gpt")
+    assert found.dominant == "network" and found.provenance == "derived"
+    assert "minus the server time openai reported" in found.sentence
+
+
+def test_measured_decode_without_a_report() -> None:
+    found = explain(parts(decode=90, model_unattributed=10), {"decode": "measured"}, 100 * MS)
+    assert found.sentence.endswith("measured from the first to the last streamed chunk.")
+
+
+def test_empty_request_and_ties() -> None:
+    found = explain(parts(), {}, 0)
+    assert (found.dominant, found.share) == ("retrieval", 0.0)  # all zero: the first component
+    assert explain(parts(tool=50, decode=50), PROVENANCE, 100 * MS).dominant == "tool"
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"), [(850 * MS, "850 ms"), (1_250 * MS, "1.25 s"), (400_000, "0.4 ms"), (12 * MS, "12 ms")]
+)
+def test_format(ns: int, text: str) -> None:
+    assert format_ns(ns) == text
