@@ -1,0 +1,1 @@
+"""Alembic environment of the SLO tables (version table ``alembic_version_slo``)."""

@@ -1,0 +1,182 @@
+"""Alert notifications: a generic JSON webhook and Slack-compatible incoming webhooks.
+
+Each delivery is retried with exponential backoff on connection errors, 429 and 5xx; other 4xx
+answers are final (retrying a rejected payload cannot help). ``sleep`` is injectable so tests
+check the backoff without waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, Literal
+
+import httpx
+
+_log = logging.getLogger(__name__)
+_MS: Final = 1_000_000
+
+
+@dataclass(frozen=True)
+class WorstRequest:
+    trace_id: str
+    value_ns: int | None
+    """The request's metric value, when measured in this evaluation."""
+    url: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What people are told about one alert transition."""
+
+    alert_id: int
+    slo_id: int
+    slo_name: str
+    project: str
+    state: str
+    """``firing`` or ``resolved``."""
+    metric: str
+    objective: dict[str, Any]
+    value_ns: int | None
+    threshold_ns: int
+    burn_rate: float | None
+    burn_rates: dict[str, float]
+    budget_remaining: float | None
+    dominant_component: str | None
+    dominant_delta_ns: int | None
+    dominant_breach_mean_ns: int | None
+    dominant_previous_mean_ns: int | None
+    worst_requests: list[WorstRequest] = field(default_factory=list)
+    started_at: str | None = None
+    fired_at: str | None = None
+    resolved_at: str | None = None
+
+    def summary(self) -> str:
+        """One line a person reads first."""
+        verb = "FIRING" if self.state == "firing" else "RESOLVED"
+        value = f"{self.value_ns / _MS:.0f} ms" if self.value_ns is not None else "no value"
+        text = (
+            f"[{verb}] SLO {self.slo_name}: {self.metric} {value} "
+            f"(threshold {self.threshold_ns / _MS:.0f} ms)"
+        )
+        if self.burn_rate is not None:
+            text += f", burn rate {self.burn_rate:.1f}×"
+        if self.dominant_component and self.dominant_delta_ns is not None:
+            text += (
+                f"; cause: {self.dominant_component} {_signed_ms(self.dominant_delta_ns)} vs previous window"
+            )
+        return text
+
+
+def json_payload(notice: Notice) -> dict[str, Any]:
+    """The generic webhook body: every field of the notice plus ``summary``."""
+    body = asdict(notice)
+    body["summary"] = notice.summary()
+    return {"kind": "latencylens.slo.alert", "version": 1, **body}
+
+
+def slack_payload(notice: Notice) -> dict[str, Any]:
+    """Slack incoming-webhook body (``text`` plus mrkdwn blocks); Mattermost and others accept it."""
+    lines = [f"*{notice.summary()}*"]
+    if notice.budget_remaining is not None:
+        lines.append(f"Error budget remaining: {notice.budget_remaining:.1%}")
+    if notice.burn_rates:
+        lines.append("Burn rates: " + ", ".join(f"{w} {r:.1f}×" for w, r in notice.burn_rates.items()))
+    if notice.dominant_component and notice.dominant_breach_mean_ns is not None:
+        previous = notice.dominant_previous_mean_ns
+        lines.append(
+            f"Dominant component: *{notice.dominant_component}*, mean "
+            f"{notice.dominant_breach_mean_ns / _MS:.0f} ms"
+            + (f" (was {previous / _MS:.0f} ms)" if previous is not None else "")
+        )
+    if notice.worst_requests:
+        lines.append(
+            "Worst requests: "
+            + ", ".join(f"<{w.url}|{w.trace_id[:12]}>{_ms_suffix(w.value_ns)}" for w in notice.worst_requests)
+        )
+    return {
+        "text": notice.summary(),
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}}],
+    }
+
+
+def _ms_suffix(ns: int | None) -> str:
+    return "" if ns is None else f" {ns / _MS:.0f} ms"
+
+
+def _signed_ms(ns: int) -> str:
+    return f"{'+' if ns >= 0 else '−'}{abs(ns) / _MS:.0f} ms"
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    kind: Literal["json", "slack"] = "json"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    url: str
+    ok: bool
+    attempts: int
+    error: str | None = None
+
+
+PAYLOADS: Final[dict[str, Callable[[Notice], dict[str, Any]]]] = {
+    "json": json_payload,
+    "slack": slack_payload,
+}
+
+
+class Notifier:
+    """Posts notices to every target."""
+
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        *,
+        attempts: int = 4,
+        backoff_s: float = 0.5,
+        timeout_s: float = 5.0,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.targets = tuple(targets)
+        self.attempts = max(1, attempts)
+        self.backoff_s = backoff_s
+        self.timeout_s = timeout_s
+        self.sleep = sleep
+        self._transport = transport
+
+    def send(self, notice: Notice) -> list[Delivery]:
+        if not self.targets:
+            return []
+        with httpx.Client(timeout=self.timeout_s, transport=self._transport) as client:
+            return [self._deliver(client, target, notice) for target in self.targets]
+
+    def _deliver(self, client: httpx.Client, target: Target, notice: Notice) -> Delivery:
+        body = PAYLOADS[target.kind](notice)
+        error = ""
+        for attempt in range(1, self.attempts + 1):
+            try:
+                response = client.post(target.url, json=body)
+            except httpx.HTTPError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.is_success:
+                    return Delivery(target.url, ok=True, attempts=attempt)
+                error = f"HTTP {response.status_code}"
+                if response.status_code != 429 and response.status_code < 500:
+                    return Delivery(target.url, ok=False, attempts=attempt, error=error)
+            if attempt < self.attempts:
+                self.sleep(self.backoff_s * 2 ** (attempt - 1))
+        _log.warning(
+            "alert notification to %s failed after %d attempts: %s", target.url, self.attempts, error
+        )
+        return Delivery(target.url, ok=False, attempts=self.attempts, error=error)
+
+
+def targets_from(json_urls: Sequence[str], slack_urls: Sequence[str]) -> list[Target]:
+    return [Target(url, "json") for url in json_urls] + [Target(url, "slack") for url in slack_urls]
