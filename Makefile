@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench clean system-tools
 
 run: $(RUN_STAMP)
 	$(BIN)/latencylens demo
@@ -20,7 +20,7 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-pytest: $(TEST_STAMP)
+pytest: $(TEST_STAMP) system-tools
 	$(BIN)/pytest
 
 bench: $(TEST_STAMP)
@@ -37,6 +37,14 @@ $(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
 $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@
+
+# The browser tests drive Debian's chromium (never a downloaded browser build) and the compose test
+# runs `docker-compose config`: install both from apt when missing (CI runs as root on Debian).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+system-tools:
+	@if [ ! -x /usr/bin/chromium ] || ! command -v docker-compose >/dev/null 2>&1; then \
+		$(SUDO) apt-get update && $(SUDO) apt-get install -y chromium docker-compose; \
+	fi
 
 clean:
 	rm -rf $(VENV) .latencylens .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,99 @@
+// Dependency-free charts: labelled stacked bars (HTML) and line charts with end labels (SVG).
+import { COMPONENTS, DESCRIPTIONS, LABELS } from "./components.js";
+import { h, s } from "./dom.js";
+import { dur, pct } from "./format.js";
+
+// One bar of a request's components. `scale` (0..1) shrinks the bar to compare rows; segments
+// carry their own labels when wide enough, and a tooltip always.
+export function stackedBar(parts, { total, scale = 1, tall = false, format = dur, shares = false } = {}) {
+  const sum = total || COMPONENTS.reduce((acc, name) => acc + (parts[name] || 0), 0);
+  const bar = h("div", { class: tall ? "stack tall" : "stack", style: { width: `${Math.max(scale, 0.002) * 100}%` } });
+  if (!sum) return bar;
+  for (const name of COMPONENTS) {
+    const value = parts[name] || 0;
+    if (value <= 0) continue;
+    const share = value / sum;
+    const effective = share * scale;
+    const shown = shares ? pct(share) : format(value);
+    let label = "";
+    if (effective >= (tall ? 0.1 : 0.2)) label = `${LABELS[name]} ${shown}`;
+    else if (effective >= (tall ? 0.045 : 0.09)) label = LABELS[name];
+    bar.append(h("span", {
+      class: `seg c-${name}`,
+      "data-component": name,
+      title: `${LABELS[name]}: ${shown}${shares ? "" : ` (${pct(share)})`} — ${DESCRIPTIONS[name]}`,
+      style: { width: `${share * 100}%` },
+      text: label,
+    }));
+  }
+  return bar;
+}
+
+// A small key for components that appear; most segments are labelled on the bar itself.
+export function componentKey(present) {
+  return h("div", { class: "key" },
+    COMPONENTS.filter((name) => !present || present.has(name)).map((name) =>
+      h("span", { title: DESCRIPTIONS[name] }, h("span", { class: `chip c-${name}` }), LABELS[name])));
+}
+
+function niceMax(value) {
+  if (!(value > 0)) return 1;
+  const magnitude = 10 ** Math.floor(Math.log10(value));
+  for (const step of [1, 2, 2.5, 5, 10]) {
+    if (step * magnitude >= value) return step * magnitude;
+  }
+  return 10 * magnitude;
+}
+
+function timeLabel(ms, spanMs) {
+  const date = new Date(ms);
+  if (spanMs > 2 * 86400e3) return date.toLocaleDateString("en-CA").slice(5) + " " + date.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit" });
+  return date.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit" });
+}
+
+// series: [{name, points: [[timeMs, value|null], ...]}]. Lines are labelled at their last point.
+export function lineChart(series, { format = dur, title = "" } = {}) {
+  const width = 640, height = 230, left = 58, right = 110, top = 12, bottom = 26;
+  const plotW = width - left - right, plotH = height - top - bottom;
+  const points = series.flatMap((one) => one.points.filter((p) => p[1] !== null && p[1] !== undefined));
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
+  if (!points.length) {
+    svg.append(s("text", { x: left, y: height / 2, text: "no data in this window" }));
+    return svg;
+  }
+  const t0 = Math.min(...points.map((p) => p[0]));
+  const t1 = Math.max(...points.map((p) => p[0]));
+  const yMax = niceMax(Math.max(...points.map((p) => p[1])) * 1.05);
+  const x = (t) => left + (t1 === t0 ? plotW / 2 : ((t - t0) / (t1 - t0)) * plotW);
+  const y = (v) => top + plotH - (v / yMax) * plotH;
+  for (let i = 0; i <= 4; i += 1) {
+    const value = (yMax * i) / 4;
+    svg.append(s("line", { class: "gridline", x1: left, x2: left + plotW, y1: y(value), y2: y(value) }));
+    svg.append(s("text", { x: left - 6, y: y(value) + 4, "text-anchor": "end", text: format(value) }));
+  }
+  const ticks = t1 === t0 ? [t0] : [t0, (t0 + t1) / 2, t1];
+  ticks.forEach((t, i) => svg.append(s("text", {
+    x: x(t), y: height - 8, "text-anchor": ticks.length === 1 ? "middle" : ["start", "middle", "end"][i], text: timeLabel(t, t1 - t0),
+  })));
+  const labels = [];
+  series.forEach((one, index) => {
+    const valid = one.points.filter((p) => p[1] !== null && p[1] !== undefined).sort((a, b) => a[0] - b[0]);
+    if (!valid.length) return;
+    const cls = `s${index % 4}`;
+    if (valid.length === 1) {
+      svg.append(s("circle", { class: `series ${cls}`, cx: x(valid[0][0]), cy: y(valid[0][1]), r: 3 }));
+    } else {
+      const d = valid.map((p, i) => `${i ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
+      svg.append(s("path", { class: `series ${cls}`, d, "data-series": one.name }));
+    }
+    const last = valid[valid.length - 1];
+    labels.push({ y: y(last[1]), text: `${one.name} ${format(last[1])}`, cls });
+  });
+  // Keep end labels 13 px apart so they stay readable when lines meet.
+  labels.sort((a, b) => a.y - b.y);
+  for (let i = 1; i < labels.length; i += 1) labels[i].y = Math.max(labels[i].y, labels[i - 1].y + 13);
+  for (const label of labels) {
+    svg.append(s("text", { class: `series-label ${label.cls}`, x: left + plotW + 6, y: label.y + 4, text: label.text }));
+  }
+  return svg;
+}

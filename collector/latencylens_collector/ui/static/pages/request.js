@@ -1,0 +1,158 @@
+// One request: the explanation, its breakdown with provenance, its key numbers, and a waterfall
+// of its spans on a time axis, coloured by component.
+import { getJSON, errorText } from "../api.js";
+import { stackedBar } from "../charts.js";
+import { COMPONENTS, DESCRIPTIONS, LABELS, MODEL_COMPONENTS, dominant, spanComponent } from "../components.js";
+import { h, mount } from "../dom.js";
+import { dur, num, pct, when } from "../format.js";
+
+const PROVENANCE_HELP = {
+  reported: "reported by the provider in its response",
+  measured: "measured by the instrumented client",
+  derived: "computed from reported and measured numbers",
+  estimated: "estimated",
+};
+
+function prov(source) {
+  if (!source) return null;
+  return h("span", { class: `prov ${source}`, title: PROVENANCE_HELP[source] || source, text: source });
+}
+
+function flatten(spans, depth = 0, out = []) {
+  for (const span of spans) {
+    out.push({ span, depth });
+    flatten(span.children || [], depth + 1, out);
+  }
+  return out;
+}
+
+function explanation(detail) {
+  if (detail.explanation && detail.explanation.sentence) return detail.explanation.sentence;
+  const main = dominant(detail.parts);
+  if (!main) return "No time could be attributed to a component.";
+  const share = detail.parts[main] / detail.e2e_ns;
+  return `${LABELS[main][0].toUpperCase()}${LABELS[main].slice(1)} took ${dur(detail.parts[main])} of the ${dur(detail.e2e_ns)} end-to-end (${pct(share)}): ${DESCRIPTIONS[main]}.`;
+}
+
+function fact(label, value, source, id) {
+  return h("div", { class: "fact", "data-fact": id }, h("div", { class: "label" }, label, " ", prov(source)), h("div", { class: "value", text: value }));
+}
+
+function primaryModelSpan(rows) {
+  const models = rows.map((r) => r.span).filter((s) => s.kind === "model");
+  return models.sort((a, b) => (b.critical_ns - a.critical_ns) || (b.duration_ns - a.duration_ns))[0] || null;
+}
+
+function breakdownTable(detail) {
+  const rows = COMPONENTS.filter((name) => detail.parts[name] > 0 || (detail.busy && detail.busy[name] > 0));
+  return h("table", { class: "grid", id: "breakdown" },
+    h("thead", {}, h("tr", {}, ["Component", "Critical path", "Share", "Busy (all spans)", "Source"].map((t, i) => h("th", { class: i && i < 4 ? "num" : "", text: t })))),
+    h("tbody", {}, rows.map((name) => h("tr", { "data-component": name },
+      h("td", { title: DESCRIPTIONS[name] }, h("span", { class: `chip c-${name}` }), LABELS[name]),
+      h("td", { class: "num", text: dur(detail.parts[name]) }),
+      h("td", { class: "num", text: pct(detail.parts[name] / detail.e2e_ns, 1) }),
+      h("td", { class: "num", text: detail.busy ? dur(detail.busy[name]) : "—" }),
+      h("td", {}, prov(detail.provenance[name]))))));
+}
+
+function ticks(total) {
+  const target = total / 6;
+  const magnitude = 10 ** Math.floor(Math.log10(Math.max(target, 1)));
+  const step = [1, 2, 5, 10].map((m) => m * magnitude).find((v) => v >= target) || 10 * magnitude;
+  const out = [];
+  // Stop before the right edge so the last label is not cut off.
+  for (let t = 0; t <= total * 0.94; t += step) out.push(t);
+  return out;
+}
+
+function modelSegments(detail) {
+  // With one model call the request's model components are that call's split; with several they
+  // are a sum over calls, so the bars stay one colour and the breakdown above has the split.
+  if (detail.model_calls !== 1) return null;
+  const total = MODEL_COMPONENTS.reduce((acc, name) => acc + (detail.parts[name] || 0), 0);
+  if (!total) return null;
+  return MODEL_COMPONENTS.filter((name) => detail.parts[name] > 0).map((name) => [name, detail.parts[name] / total]);
+}
+
+function waterfall(detail) {
+  const rows = flatten(detail.spans);
+  const t0 = Math.min(...rows.map((r) => r.span.start_ns));
+  const end = Math.max(...rows.map((r) => r.span.start_ns + r.span.duration_ns));
+  const total = Math.max(end - t0, 1);
+  const segments = modelSegments(detail);
+  const axis = h("div", { class: "wf-row axis" }, h("div", { class: "wf-name", text: "span" }),
+    h("div", { class: "wf-track" }, ticks(total).map((t) => h("span", { class: "wf-tick", style: { left: `${(t / total) * 100}%` }, text: dur(t) }))),
+    h("div", { class: "wf-dur", text: "duration" }));
+  const body = [];
+  for (const { span, depth } of rows) {
+    const component = spanComponent(span.kind);
+    const bar = h("div", {
+      class: `wf-bar${span.critical_ns > 0 ? " critical" : ""}`,
+      "data-component": component,
+      style: { left: `${((span.start_ns - t0) / total) * 100}%`, width: `${(span.duration_ns / total) * 100}%` },
+      title: `${span.name}: ${dur(span.duration_ns)}, own time ${dur(span.self_ns)}, on the critical path ${dur(span.critical_ns)}`,
+    });
+    // Label segments directly where they are wide enough (as a share of the whole track).
+    const width = span.duration_ns / total;
+    const label = (name, share) => (share * width >= 0.09 ? LABELS[name] : "");
+    if (component === "model" && segments) {
+      for (const [name, share] of segments) bar.append(h("span", { class: `c-${name}`, "data-component": name, title: `${LABELS[name]} ${pct(share)} of the call`, style: { width: `${share * 100}%` }, text: label(name, share) }));
+    } else {
+      bar.append(h("span", { class: `c-${component}`, style: { width: "100%" }, text: component === "model" ? (width >= 0.09 ? "model call" : "") : label(component, 1) }));
+    }
+    const attrs = h("div", { class: "wf-attrs", hidden: true },
+      h("table", {}, h("tbody", {},
+        [["span id", span.span_id], ["service", span.service], ["span kind", span.span_kind], ["status", span.status + (span.status_message ? `: ${span.status_message}` : "")],
+          ["own time", dur(span.self_ns)], ["critical path", `${dur(span.critical_ns)}${span.critical_share !== undefined ? ` (${pct(span.critical_share)})` : ""}`],
+          ...Object.entries(span.attributes).sort(([a], [b]) => a.localeCompare(b))]
+          .map(([k, v]) => h("tr", {}, h("td", { text: k }), h("td", { class: "mono", text: v }))))));
+    const row = h("div", { class: "wf-row", "data-span-id": span.span_id, "data-kind": span.kind, role: "button", tabindex: "0",
+      onclick: () => { attrs.hidden = !attrs.hidden; }, onkeydown: (e) => { if (e.key === "Enter") attrs.hidden = !attrs.hidden; } },
+    h("div", { class: "wf-name", style: { paddingLeft: `${8 + depth * 16}px` }, title: span.name },
+      span.name, h("span", { class: "kind", text: span.kind }), span.status === "error" ? h("span", { class: "badge error", text: "error" }) : null),
+    h("div", { class: "wf-track" }, bar),
+    h("div", { class: "wf-dur", text: dur(span.duration_ns) }));
+    body.push(row, attrs);
+  }
+  return h("div", { class: "waterfall", id: "waterfall" }, axis, body);
+}
+
+export async function render(root, traceId) {
+  root.dataset.state = "loading";
+  const answer = await getJSON(`/api/requests/${traceId.toLowerCase()}`);
+  if (!answer.ok) {
+    const text = answer.status === 404 ? `No request with trace id ${traceId} (yet: spans may still be arriving).` : `Could not load the request (${errorText(answer)}).`;
+    mount(root, h("p", {}, h("a", { href: "/ui/requests", text: "← slow requests" })), h("p", { class: answer.status === 404 ? "notice" : "error", text }));
+    root.dataset.state = "ready";
+    return;
+  }
+  const detail = answer.data;
+  const rows = flatten(detail.spans);
+  const model = primaryModelSpan(rows);
+  const attrs = model ? model.attributes : {};
+  const tokensSource = model && ("gen_ai.usage.output_tokens" in attrs || "gen_ai.usage.completion_tokens" in attrs) ? "reported" : null;
+  document.title = `${detail.name} · LatencyLens`;
+  mount(root,
+    h("p", {}, h("a", { href: "/ui/requests", text: "← slow requests" })),
+    h("h1", {}, detail.name || "(unnamed request)", " ", detail.status_error ? h("span", { class: "badge error", text: "error" }) : null),
+    h("p", { class: "muted" }, `${detail.service} · ${detail.model || "no model"}${detail.provider ? ` · ${detail.provider}` : ""} · started ${when(detail.start_time)} · `, h("span", { class: "mono", text: detail.trace_id })),
+    h("div", { class: "card" },
+      h("p", { class: "explanation", id: "explanation", text: explanation(detail) }),
+      stackedBar(detail.parts, { total: detail.e2e_ns, tall: true }),
+      detail.inconsistent ? h("p", { class: "notice", text: "The provider reported more server time than the client measured for a call; its parts were scaled to fit." }) : null),
+    h("div", { class: "facts", id: "facts" },
+      fact("End-to-end", dur(detail.e2e_ns), "measured", "e2e"),
+      fact("Time to first token", dur(detail.ttft_ns), detail.ttft_ns === null ? null : attrs["latencylens.provenance.ttft"] || "measured", "ttft"),
+      fact("Inter-token latency", dur(detail.itl_ns), detail.itl_ns === null ? null : attrs["latencylens.provenance.itl"] || "derived", "itl"),
+      fact("Decode rate", detail.decode_tokens_per_second === null ? "—" : `${num(detail.decode_tokens_per_second)} tok/s`, detail.decode_tokens_per_second === null ? null : "derived", "tps"),
+      fact("Input tokens", num(detail.input_tokens), tokensSource, "input_tokens"),
+      fact("Output tokens", num(detail.output_tokens), tokensSource, "output_tokens"),
+      fact("Cached input tokens", num(detail.cache_read_input_tokens), tokensSource, "cached_tokens"),
+      fact("Model calls · spans", `${detail.model_calls} · ${detail.span_count}`, null, "counts")),
+    h("h2", { text: "Where the time went" }),
+    breakdownTable(detail),
+    h("h2", { text: "Spans" }),
+    h("p", { class: "muted", text: "Bars on the request's time axis, coloured by component; outlined bars are on the critical path. Model calls are split into network, queue, prefill and decode in proportion" + (detail.model_calls === 1 ? "." : " only when the request made one call.") + " Click a span for its attributes." }),
+    waterfall(detail));
+  root.dataset.state = "ready";
+}
