@@ -42,7 +42,11 @@ SLOW_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "latencylens_collector.slo_cli",
+    "latencylens_collector.keys_cli",
+    "latencylens_collector.query_cli",
+)
 """Modules that add subcommands: each has ``register(subparsers)``, which adds its parsers and sets
 ``handler`` (a function of the parsed args returning an exit code) with ``set_defaults``."""
 
@@ -83,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     slow.add_argument("--until", help="window end: ISO-8601 or unix seconds (default now)")
     slow.add_argument("--service", help="only requests of this service")
     slow.add_argument("--model", help="only requests whose primary model is this")
+    slow.add_argument("--route", help="only requests whose root span has this name")
+    slow.add_argument("--provider", help="only requests whose primary provider is this")
+    slow.add_argument("--cursor", help="next page: the cursor printed under the previous one")
+    slow.add_argument("--api-key", help="API key sent as 'Authorization: Bearer' (env LATENCYLENS_API_KEY)")
     slow.add_argument("--min-duration-ms", type=float, help="only requests at least this long")
     slow.add_argument("--limit", type=int, default=20, help="at most this many requests (default 20)")
     slow.add_argument("--json", action="store_true", help="print the raw JSON response instead of a table")
@@ -124,8 +132,13 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from latencylens_collector.api.app import create_app
+    from latencylens_collector.keys_cli import serve_refusal
 
     settings = Settings(clickhouse_dsn=args.dsn, database=args.database, host=args.host, port=args.port)
+    refusal = serve_refusal(settings)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level)
     return 0
 
@@ -156,12 +169,18 @@ def _slow(args: argparse.Namespace) -> int:
         "until": args.until,
         "service": args.service,
         "model": args.model,
+        "route": args.route,
+        "provider": args.provider,
         "min_duration_ms": args.min_duration_ms,
         "limit": args.limit,
+        "cursor": args.cursor,
     }
+    from latencylens_collector.query_cli import headers
+
     url = args.url.rstrip("/") + "/api/requests"
     try:
-        response = httpx.get(url, params={k: v for k, v in params.items() if v is not None}, timeout=30)
+        query = {k: v for k, v in params.items() if v is not None}
+        response = httpx.get(url, params=query, headers=headers(args), timeout=30)
     except httpx.HTTPError as exc:
         print(f"error: cannot reach the collector at {args.url}: {exc}", file=sys.stderr)
         return 1
@@ -173,7 +192,10 @@ def _slow(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
 
-    render_slow_table(response.json()["requests"], Console())
+    body = response.json()
+    render_slow_table(body["requests"], Console())
+    if body.get("next_cursor"):
+        print(f"more: --cursor {body['next_cursor']}")
     return 0
 
 

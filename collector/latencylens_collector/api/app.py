@@ -15,11 +15,17 @@ from fastapi.responses import JSONResponse
 from opentelemetry import context as otel_context
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from latencylens_collector import __version__, metrics
+from latencylens_collector import __version__, metrics, ui
 from latencylens_collector.api.deps import RETRY_AFTER_SECONDS
+from latencylens_collector.api.routes import compare as compare_routes
 from latencylens_collector.api.routes import health, otlp, requests
+from latencylens_collector.api.routes import slos as slo_routes
+from latencylens_collector.api.routes import stats as stats_routes
 from latencylens_collector.ingest import Clock, Ingestor
+from latencylens_collector.pipeline import Pipeline
+from latencylens_collector.pipeline.lifecycle import start_intake, stop_intake
 from latencylens_collector.settings import Settings
+from latencylens_collector.slo.service import start_slo_service
 from latencylens_collector.storage import StorageError, StorageUnavailable, Store
 
 _log = logging.getLogger(__name__)
@@ -40,9 +46,13 @@ def create_app(
             if applied:
                 _log.info("applied migrations: %s", ", ".join(f"{m.version:04d}_{m.name}" for m in applied))
         except StorageError as exc:
-            # Keep serving (OTLP answers 503); migrations are retried on the next write.
+            # Keep serving (exports go to the spool); the writer retries the migrations.
             _log.warning("migrations not applied at start-up: %s", exc)
+        await run_in_threadpool(start_intake, app)
+        app.state.slo = await run_in_threadpool(start_slo_service, settings, the_store, clock)
         yield
+        await run_in_threadpool(stop_intake, app)
+        await run_in_threadpool(app.state.slo.stop)
         if owns_store:
             the_store.close()
 
@@ -58,10 +68,15 @@ def create_app(
     app.state.store = the_store
     app.state.clock = clock
     app.state.ingestor = Ingestor(the_store, clock=clock)
+    app.state.pipeline = Pipeline(settings, app.state.ingestor)
     app.include_router(otlp.router)
     app.include_router(requests.router)
+    app.include_router(stats_routes.router)
+    app.include_router(compare_routes.router)
+    app.include_router(slo_routes.router)
     app.include_router(health.router)
     app.include_router(metrics.router)
+    app.include_router(ui.router)
     app.add_exception_handler(StorageError, _storage_error)
     return app
 
