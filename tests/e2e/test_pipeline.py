@@ -9,6 +9,9 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,7 @@ from latencylens_collector.attribution import (
     RETRIEVAL,
     TOOL,
 )
-from latencylens_collector.demo.provider_sim import ProviderSimulator, Timing
+from latencylens_collector.demo.provider_sim import Timing
 
 WORKLOAD = Path(__file__).with_name("workload.py")
 MS = 1_000_000
@@ -41,6 +44,25 @@ GROQ_REFERENCE = Timing(
     completion_tokens=556,
     hold_s=0.52,
 )
+
+
+@contextmanager
+def provider_process(timing: Timing) -> Iterator[str]:
+    """The simulated provider in its own process, so this process's threads cannot delay it."""
+    args = [
+        f"--{name.replace('_', '-')}={value}" for name, value in asdict(timing).items() if value is not None
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "latencylens_collector.demo.provider_sim", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline().strip()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def run_workload(scenario: str, collector_url: str, provider_url: str) -> dict[str, Any]:
@@ -77,8 +99,8 @@ def model_span(detail: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_golden_groq_reference_through_the_pipeline(collector: Any) -> None:
-    with ProviderSimulator(lambda body: GROQ_REFERENCE) as provider:
-        result = run_workload("golden", collector.url, provider.base_url)
+    with provider_process(GROQ_REFERENCE) as provider_url:
+        result = run_workload("golden", collector.url, provider_url)
     detail = fetch_request(collector.url, result["trace_id"])
     parts = detail["parts"]
 
@@ -109,8 +131,8 @@ def test_golden_groq_reference_through_the_pipeline(collector: Any) -> None:
 def test_known_sleeps_are_attributed_within_5_ms(collector: Any) -> None:
     # The provider reports (and spends) queue 40 ms, prefill 10 ms, decode 100 ms.
     timing = Timing(queue_s=0.040, prefill_s=0.010, decode_s=0.100, prompt_tokens=5, completion_tokens=20)
-    with ProviderSimulator(lambda body: timing) as provider:
-        result = run_workload("known_sleeps", collector.url, provider.base_url)
+    with provider_process(timing) as provider_url:
+        result = run_workload("known_sleeps", collector.url, provider_url)
     detail = fetch_request(collector.url, result["trace_id"])
     parts = detail["parts"]
     server_s = 0.040 + 0.010 + 0.100
@@ -138,8 +160,8 @@ def test_known_sleeps_are_attributed_within_5_ms(collector: Any) -> None:
 
 def test_fastapi_app_root_span_comes_from_the_framework(collector: Any) -> None:
     timing = Timing(queue_s=0.005, prefill_s=0.002, decode_s=0.020, prompt_tokens=7, completion_tokens=4)
-    with ProviderSimulator(lambda body: timing) as provider:
-        result = run_workload("fastapi", collector.url, provider.base_url)
+    with provider_process(timing) as provider_url:
+        result = run_workload("fastapi", collector.url, provider_url)
     detail = fetch_request(collector.url, result["trace_id"])
     assert detail["name"] == "POST /chat"
     assert detail["service"] == "fastapi-chat"

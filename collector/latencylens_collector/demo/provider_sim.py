@@ -199,3 +199,27 @@ def _completion(model: str, timing: Timing) -> dict[str, Any]:
         "usage": timing.usage(),
         "x_groq": {"id": "req_sim"},
     }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve one fixed timing from its own process; prints the base URL, then serves until killed.
+
+    A separate process keeps the simulated server's timing honest when the caller's process is
+    busy with other threads (a collector, a test runner).
+    """
+    import argparse
+    import dataclasses
+
+    parser = argparse.ArgumentParser(description="Simulated Groq-style provider with fixed timing.")
+    for field in dataclasses.fields(Timing):
+        kind = int if field.name.endswith("tokens") else float
+        parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, required=field.name != "hold_s")
+    args = vars(parser.parse_args(argv))
+    timing = Timing(**args)
+    simulator = ProviderSimulator(lambda body: timing).start()
+    print(simulator.base_url, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
