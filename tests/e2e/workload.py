@@ -99,7 +99,22 @@ def fastapi_root(provider_url: str) -> dict[str, object]:
     return dict(response.json())
 
 
-SCENARIOS = {"golden": golden, "known_sleeps": known_sleeps, "fastapi": fastapi_root}
+def vllm(provider_url: str) -> dict[str, object]:
+    """A self-hosted vLLM reached through the httpx hook: the model call carries ``traceparent``."""
+    latencylens.instrument_httpx(base_urls=[provider_url], provider="vllm")
+    client = openai.OpenAI(base_url=provider_url, api_key="test", max_retries=0)
+
+    @latencylens.request(name="vllm-chat")
+    def handle() -> str:
+        client.chat.completions.create(
+            model="meta-llama/Llama-3.1-8B", messages=[{"role": "user", "content": "hi"}]
+        )
+        return trace.get_current_span().get_span_context().trace_id.to_bytes(16, "big").hex()
+
+    return {"trace_id": handle()}
+
+
+SCENARIOS = {"golden": golden, "known_sleeps": known_sleeps, "fastapi": fastapi_root, "vllm": vllm}
 
 if __name__ == "__main__":
     scenario, collector_url, provider_url = sys.argv[1:4]
