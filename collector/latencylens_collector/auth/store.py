@@ -6,14 +6,13 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-from sqlalchemy import BigInteger, MetaData, String, create_engine, event, select, update
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import BigInteger, MetaData, String, select, update
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from latencylens_collector.auth.tokens import hash_key, key_id_of, matches, new_key
+from latencylens_collector.metadata_db import make_engine
 
 PROJECT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _UNKNOWN_KEY_HASH: Final = hash_key("ll_000000000000_unknown-key-placeholder")
@@ -119,22 +118,3 @@ def _view(record: ApiKeyRecord) -> ApiKey:
     return ApiKey(record.key_id, record.project, record.name, record.created_at_ns, record.revoked_at_ns)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; a SQLite file gets its directory and cross-thread use."""
-    parsed = make_url(url)
-    kwargs: dict[str, Any] = {}
-    sqlite = parsed.get_backend_name() == "sqlite"
-    if sqlite:
-        kwargs["connect_args"] = {"check_same_thread": False}
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, **kwargs)
-    if sqlite:
-        event.listen(engine, "connect", _sqlite_busy_timeout)
-    return engine
-
-
-def _sqlite_busy_timeout(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.close()
