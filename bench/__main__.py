@@ -21,6 +21,8 @@ class Figure:
     value: float
     unit: str
     note: str = ""
+    ratio: float | None = None
+    """Against the module's baseline measured in the same run, when there is one."""
 
 
 @dataclass
@@ -30,8 +32,10 @@ class Report:
     module: str = ""
     figures: list[Figure] = field(default_factory=list)
 
-    def add(self, name: str, value: float, unit: str = "", note: str = "") -> None:
-        self.figures.append(Figure(self.module, name, value, unit, note))
+    def add(
+        self, name: str, value: float, unit: str = "", note: str = "", ratio: float | None = None
+    ) -> None:
+        self.figures.append(Figure(self.module, name, value, unit, note, ratio))
         print(f"  {name}: {value:,.1f} {unit}{f'  ({note})' if note else ''}", flush=True)
 
     def note(self, text: str) -> None:
@@ -56,10 +60,22 @@ def main(argv: list[str]) -> int:
         began = time.perf_counter()
         run(report)
         print(f"  ({time.perf_counter() - began:.0f} s)", flush=True)
-    print("\nmodule | figure | value | unit | note")
-    for f in report.figures:
-        print(f"{f.module} | {f.name} | {f.value:,.1f} | {f.unit} | {f.note}")
+    print()
+    print(table(report.figures))
     return 0
+
+
+def _value(value: float) -> str:
+    return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def table(figures: list[Figure]) -> str:
+    """The figures as one Markdown table (pasted as is into docs/benchmarks.md)."""
+    lines = ["| benchmark | figure | value | unit | ratio | note |", "|---|---|---:|---|---:|---|"]
+    for f in figures:
+        ratio = f"{f.ratio:.2f}×" if f.ratio is not None else ""
+        lines.append(f"| {f.module} | {f.name} | {_value(f.value)} | {f.unit} | {ratio} | {f.note} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -53,13 +53,17 @@ def span_node(row: SpanRow) -> SpanNode:
 
 def attribute(spans: Sequence[SpanRow]) -> RequestBreakdown | None:
     """Attribution of one trace's spans (None while its root has not arrived)."""
-    return attribute_request([span_node(row) for row in resolve_trace(spans)])
+    return _attribute_resolved(resolve_trace(spans))
+
+
+def _attribute_resolved(spans: Sequence[SpanRow]) -> RequestBreakdown | None:
+    return attribute_request([span_node(row) for row in spans])
 
 
 def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str, Any] | None:
     """The ``requests`` row of one trace, or None when its root span is not stored yet."""
     spans = resolve_trace(spans)  # other instrumentations' names and server spans, read once
-    breakdown = attribute(spans)
+    breakdown = _attribute_resolved(spans)
     if breakdown is None:
         return None
     by_id = {span_hex(row.span_id): row for row in spans}
@@ -161,7 +165,7 @@ class Ingestor:
             rows = []
             for project, trace_ids in by_project.items():
                 computed_at_us = self.clock() // 1000
-                stored = self.store.spans_of_traces(trace_ids, project=project)
+                stored = self.store.spans_of_traces(trace_ids, project=project, for_requests=True)
                 for trace_spans in group_by_trace(stored).values():
                     row = build_request_row(trace_spans, computed_at_us)
                     if row is not None:

@@ -12,9 +12,10 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import clickhouse_connect
+import pyarrow as pa
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
 
@@ -23,7 +24,6 @@ from latencylens_collector.rows import (
     REQUEST_COLUMNS,
     SPAN_COLUMNS,
     SpanRow,
-    span_values,
 )
 from latencylens_collector.settings import Settings, _redact, chdb_path, is_chdb
 
@@ -53,6 +53,16 @@ WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString
 ORDER BY start_ns, span_id
 """
 
+_SPAN_SELECT_FOR_REQUESTS = """
+SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
+       toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, attributes
+FROM {db}.spans FINAL
+WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+ORDER BY start_ns, span_id
+"""
+"""What request rows are built from: every column but the two the attribution never reads
+(``resource_attributes`` is the largest map of a span and the same for every span of a service)."""
+
 _REQUEST_FIELDS = ", ".join(
     [
         "lower(hex(trace_id)) AS trace_hex",
@@ -61,6 +71,39 @@ _REQUEST_FIELDS = ", ".join(
         "computed_at",
     ]
 )
+
+
+def spans_arrow(rows: Sequence[SpanRow]) -> pa.Table:
+    """The rows as an Arrow table with :data:`SPAN_COLUMNS`, typed like the ``spans`` table.
+
+    One pass per column over the rows; pyarrow builds each column in C (maps from the dicts as
+    they are), so an insert costs no per-value Python serialisation."""
+    return pa.Table.from_arrays(
+        [
+            pa.array([r.project for r in rows], _STRING),
+            pa.array([r.trace_id for r in rows], _TRACE_ID),
+            pa.array([r.span_id for r in rows], _SPAN_ID),
+            pa.array([r.parent_span_id for r in rows], _SPAN_ID),
+            pa.array([r.service for r in rows], _STRING),
+            pa.array([r.name for r in rows], _STRING),
+            pa.array([r.span_kind for r in rows], _STRING),
+            pa.array([r.kind for r in rows], _STRING),
+            pa.array([r.start_ns for r in rows], _TIME_NS),
+            pa.array([r.duration_ns for r in rows], pa.int64()),
+            pa.array([r.status_code for r in rows], pa.uint8()),
+            pa.array([r.status_message for r in rows], _STRING),
+            pa.array([r.attributes for r in rows], _MAP),
+            pa.array([r.resource_attributes for r in rows], _MAP),
+        ],
+        names=list(SPAN_COLUMNS),
+    )
+
+
+_STRING: Final = pa.string()
+_TRACE_ID: Final = pa.binary(16)
+_SPAN_ID: Final = pa.binary(8)
+_TIME_NS: Final = pa.timestamp("ns", tz="UTC")
+_MAP: Final = pa.map_(pa.string(), pa.string())
 
 
 class Store:
@@ -162,18 +205,30 @@ class Store:
 
     # --- spans --------------------------------------------------------------------------------------
     def insert_spans(self, rows: Sequence[SpanRow], dedup_token: str | None = None) -> None:
-        """One insert of span rows; a replay of the same batch passes the same ``dedup_token``.
+        """One Arrow insert of span rows; a replay of the same batch passes the same ``dedup_token``.
 
-        Duplicates that still get in collapse anyway: ``spans`` is a ReplacingMergeTree keyed by
-        (project, trace_id, span_id) and every read uses FINAL."""
-        self.insert("spans", [span_values(row) for row in rows], SPAN_COLUMNS, dedup_token=dedup_token)
+        Columns go to ClickHouse as an Arrow table (built in C by pyarrow), not as Python rows
+        serialised value by value. Duplicates that still get in collapse anyway: ``spans`` is a
+        ReplacingMergeTree keyed by (project, trace_id, span_id) and every read uses FINAL."""
+        if not rows:
+            return
+        settings = {"insert_deduplication_token": dedup_token} if dedup_token else None
+        table = spans_arrow(rows)
+        with self._guard("inserting into spans") as client:
+            client.insert_arrow(f"{self.database}.spans", table, settings=settings)
 
-    def spans_of_traces(self, trace_ids: Iterable[bytes], project: str = DEFAULT_PROJECT) -> list[SpanRow]:
-        """Every stored span of these traces (deduplicated), in start order, in one query."""
+    def spans_of_traces(
+        self, trace_ids: Iterable[bytes], project: str = DEFAULT_PROJECT, for_requests: bool = False
+    ) -> list[SpanRow]:
+        """Every stored span of these traces (deduplicated), in start order, in one query.
+
+        ``for_requests`` leaves out what request rows never read (resource attributes, status
+        message: empty in the returned rows), which makes the writer's read-back cheaper."""
         ids = sorted(set(trace_ids))
         if not ids:
             return []
-        rows = self.query(_SPAN_SELECT.format(db=self.database), {"project": project, "trace_ids": ids})
+        select = _SPAN_SELECT_FOR_REQUESTS if for_requests else _SPAN_SELECT
+        rows = self.query(select.format(db=self.database), {"project": project, "trace_ids": ids})
         return [SpanRow(**row) for row in rows]
 
     # --- requests -----------------------------------------------------------------------------------

@@ -23,17 +23,33 @@ from latencylens._streamstats import inter_token_latency_ns, output_tokens_per_s
 from latencylens.providers._base import StreamState
 
 _OWN_PREFIX = "_ll_"
+_time_ns = time.time_ns  # bound once: read per chunk
+
+
+_SHAPE_CACHE_LIMIT = 512
+_shapes: dict[type, tuple[bool, bool]] = {}
+"""type → (sync stream, async stream), so a call pays one dict lookup instead of three ``hasattr``
+on the class (over a second per million calls on pydantic models, whose metaclass raises per miss)."""
+
+
+def stream_shape(cls: type) -> tuple[bool, bool]:
+    """Whether instances of ``cls`` are sync iterators and whether they are async iterables."""
+    shape = _shapes.get(cls)
+    if shape is None:
+        shape = (hasattr(cls, "__next__"), hasattr(cls, "__anext__") or hasattr(cls, "__aiter__"))
+        if len(_shapes) < _SHAPE_CACHE_LIMIT:  # classes made per call cannot grow it without bound
+            _shapes[cls] = shape
+    return shape
 
 
 def is_async_stream(obj: object) -> bool:
     """Async iterators and async iterables (``openai.AsyncStream``, async generators)."""
-    cls = type(obj)
-    return hasattr(cls, "__anext__") or hasattr(cls, "__aiter__")
+    return stream_shape(type(obj))[1]
 
 
 def is_sync_stream(obj: object) -> bool:
     """Iterators (``openai.Stream``, generators); containers, strings and models are not."""
-    return hasattr(type(obj), "__next__")
+    return stream_shape(type(obj))[0]
 
 
 class _StreamProxy:
@@ -101,7 +117,7 @@ class _StreamProxy:
         Per chunk: one clock read, the adapter's content check, and for content chunks after the
         first, one appended integer gap. All summarising waits for the end of the stream.
         """
-        now = time.time_ns()
+        now = _time_ns()
         self._ll_chunks += 1
         self._ll_last = now
         state = self._ll_state

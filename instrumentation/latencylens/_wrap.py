@@ -23,7 +23,7 @@ from opentelemetry.trace import Span, SpanKind
 from latencylens import semconv
 from latencylens._callctx import CallRecord, call_context, flags
 from latencylens._guard import internal_error, internal_errors, mark_failed
-from latencylens._stream import AsyncSpanStream, SpanStream, is_async_stream, is_sync_stream
+from latencylens._stream import AsyncSpanStream, SpanStream, stream_shape
 from latencylens._version import __version__
 from latencylens.providers import get_adapter
 from latencylens.providers._base import ProviderAdapter
@@ -230,7 +230,7 @@ def finish_model_call(
     """
     try:
         if span.is_recording():
-            sync, asynchronous = is_sync_stream(result), is_async_stream(result)
+            sync, asynchronous = stream_shape(type(result))
             if asynchronous and (from_async or not sync):
                 return _wrap_stream(result, span, start, adapter, True, True, record)
             if sync:

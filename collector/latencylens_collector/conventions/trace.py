@@ -32,6 +32,7 @@ def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
     """
     by_id = {row.span_id: row for row in spans}
     servers = [row for row in spans if vllm.is_server_span(row.attributes)]
+    server_rows = {id(row) for row in servers}
     owners: dict[bytes, bytes] = {}
     for server in servers:
         owner = _model_ancestor(server, by_id)
@@ -42,7 +43,7 @@ def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
     for row in spans:
         if row.span_id in owners:
             resolved.append(dataclasses.replace(row, kind=KIND_MODEL_SERVER))
-        elif vllm.is_server_span(row.attributes):
+        elif id(row) in server_rows:
             resolved.append(_server_as_model_call(row))
         elif row.kind == semconv.KIND_MODEL:
             attributes = canonical_attributes(row.attributes, row.duration_ns)

@@ -124,19 +124,37 @@ class ProviderAdapter(Protocol):
         ...
 
 
+_MAPPING_CACHE_LIMIT = 512
+_mapping_types: dict[type, bool] = {}
+"""type → whether it is a ``Mapping``: an ABC ``isinstance`` per absent field is a measurable share
+of a stream chunk's cost."""
+
+
+def _is_mapping(cls: type) -> bool:
+    known = _mapping_types.get(cls)
+    if known is None:
+        known = issubclass(cls, Mapping)
+        if len(_mapping_types) < _MAPPING_CACHE_LIMIT:
+            _mapping_types[cls] = known
+    return known
+
+
 def field_of(obj: Any, name: str) -> Any:
     """``obj[name]`` for mappings, ``obj.name`` for SDK objects, including pydantic extras.
 
     Plain dicts (the common case for HTTP replies) take one ``dict.get``; pydantic models one
     attribute read, which also finds undeclared fields kept in ``__pydantic_extra__``.
     """
-    if type(obj) is dict:
+    cls = type(obj)
+    if cls is dict:
         return obj.get(name)
     if obj is None:
         return None
     value = getattr(obj, name, None)
-    if value is None and isinstance(obj, Mapping):
-        return obj.get(name)
+    if value is None:
+        mapping = _mapping_types.get(cls)
+        if mapping or (mapping is None and _is_mapping(cls)):
+            return obj.get(name)
     return value
 
 

@@ -127,7 +127,7 @@ class ChatStreamState:
         if self._carries(chunk):
             self._usage_chunk = chunk
         choices = field_of(chunk, "choices")
-        if not choices or isinstance(choices, (str, Mapping)):
+        if type(choices) is not list and (not choices or isinstance(choices, (str, Mapping))):
             return False
         content = False
         for choice in choices:
@@ -137,8 +137,9 @@ class ChatStreamState:
             else:
                 delta = field_of(choice, "delta")
                 reason = field_of(choice, "finish_reason")
-            if not content and nonempty_text(field_of(delta, "content")):
-                content = True
+            if not content:
+                text = delta.get("content") if type(delta) is dict else field_of(delta, "content")
+                content = type(text) is str and text != ""  # nonempty_text, inlined: runs per chunk
             if reason:
                 meta.finish_reasons.append(str(reason))
         return content

@@ -1,0 +1,110 @@
+"""What keeps the collector's write path cheap: one writer flush is one Arrow insert of spans, one
+read-back of only the columns request rows need, and one insert of request rows — however many
+exports the flush gathers. Checked against the real embedded ClickHouse through a client that
+counts the calls it passes on."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+from clickhouse_connect.driver.client import Client
+
+from latencylens import semconv
+from latencylens_collector.ingest import Ingestor
+from latencylens_collector.pipeline.queue import BoundedQueue
+from latencylens_collector.pipeline.writer import Writer
+from latencylens_collector.rows import SpanRow
+from latencylens_collector.settings import Settings
+from latencylens_collector.storage import Store
+
+MS = 1_000_000
+
+
+class CountingClient:
+    """The real clickhouse-connect client, with a log of the statements that reach it."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.calls: list[tuple[str, str]] = []
+
+    def insert(self, table: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("insert", table))
+        return self._client.insert(table, *args, **kwargs)
+
+    def insert_arrow(self, table: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("insert_arrow", table))
+        return self._client.insert_arrow(table, *args, **kwargs)
+
+    def query(self, sql: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(("query", sql))
+        return self._client.query(sql, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def trace_rows(number: int, base_ns: int) -> list[SpanRow]:
+    """A 1 s request whose middle 600 ms are one model call with reported queue time."""
+    trace_id = number.to_bytes(16, "big")
+    root, call = (number * 2).to_bytes(8, "big"), (number * 2 + 1).to_bytes(8, "big")
+    return [
+        SpanRow(trace_id, root, bytes(8), "api", "POST /chat", "server", "request", base_ns, 1000 * MS),
+        SpanRow(
+            trace_id,
+            call,
+            root,
+            "api",
+            "chat m",
+            "client",
+            "model",
+            base_ns + 200 * MS,
+            600 * MS,
+            attributes={semconv.GEN_AI_REQUEST_MODEL: "m", semconv.PROVIDER_QUEUE_NS: str(50 * MS)},
+            resource_attributes={"service.name": "api", "host.name": "h1"},
+        ),
+    ]
+
+
+def counting_store(make_settings: Callable[..., Settings]) -> tuple[Store, CountingClient]:
+    plain = Store(make_settings())
+    plain.migrate()
+    counting = CountingClient(plain.client)
+    return Store(plain.settings, client=cast(Client, counting)), counting
+
+
+def test_perf_one_flush_is_one_arrow_insert_one_lean_read_one_request_insert(
+    make_settings: Callable[..., Settings],
+) -> None:
+    store, client = counting_store(make_settings)
+    store.ensure_ready()
+    client.calls.clear()
+    base = time.time_ns() - 3600 * 1000 * MS
+    queue = BoundedQueue(10_000)
+    for number in range(1, 4):  # three exports of one trace each: one flush
+        queue.put(trace_rows(number, base))
+    writer = Writer(queue, Ingestor(store), None, max_batch_spans=10_000, flush_interval_s=0.0)
+    writer.start()
+    writer.stop()  # closing flushes what is queued, at once
+
+    kinds = [(kind, target if kind != "query" else "query") for kind, target in client.calls]
+    db = store.database
+    assert kinds == [("insert_arrow", f"{db}.spans"), ("query", "query"), ("insert", f"{db}.requests")]
+    read_back = client.calls[1][1]
+    assert "resource_attributes" not in read_back and "status_message" not in read_back
+    rows = store.query(f"SELECT count() AS n, sum(queue_ns) AS queue FROM {db}.requests FINAL")
+    assert rows == [{"n": 3, "queue": 3 * 50 * MS}]  # each request: 50 ms reported queue
+
+
+def test_perf_arrow_insert_keeps_every_column(make_settings: Callable[..., Settings]) -> None:
+    """The Arrow route stores the same values the row route did: ids, ns times, both maps."""
+    store, _ = counting_store(make_settings)
+    base = time.time_ns() - 3600 * 1000 * MS
+    rows = trace_rows(7, base)
+    store.insert_spans(rows, dedup_token="t7")
+    [stored_root, stored_call] = store.spans_of_traces([rows[0].trace_id])
+    assert stored_root == rows[0]
+    assert stored_call == rows[1]
+    lean = store.spans_of_traces([rows[0].trace_id], for_requests=True)
+    assert lean[1].resource_attributes == {} and lean[1].attributes == rows[1].attributes
