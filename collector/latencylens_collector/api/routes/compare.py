@@ -8,13 +8,7 @@ from fastapi import APIRouter, HTTPException, Query
 
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
-from latencylens_collector.api.routes.requests import (
-    TIME_HELP,
-    ModelQuery,
-    ProviderQuery,
-    RouteQuery,
-    ServiceQuery,
-)
+from latencylens_collector.api.params import TIME_HELP, FiltersDep, GroupByQuery
 from latencylens_collector.models import CompareResponse
 
 router = APIRouter(prefix="/api/compare", tags=["compare"])
@@ -31,18 +25,12 @@ def get_compare(
     store: StoreDep,
     project: ProjectDep,
     now: NowDep,
+    filters: FiltersDep,
     a_since: Annotated[str | None, Query(description=f"Range A start. {TIME_HELP}")] = None,
     a_until: Annotated[str | None, Query(description="Range A end (default: B's start).")] = None,
     b_since: Annotated[str | None, Query(description=f"Range B start. {TIME_HELP}")] = None,
     b_until: Annotated[str | None, Query(description="Range B end (default: now).")] = None,
-    service: ServiceQuery = None,
-    route: RouteQuery = None,
-    model: ModelQuery = None,
-    provider: ProviderQuery = None,
-    by: Annotated[
-        str | None,
-        Query(description=f"Comma list of group-by fields: {', '.join(queries.GROUP_FIELDS)}."),
-    ] = None,
+    by: GroupByQuery = None,
     metric: Annotated[str, Query(description="ttft, e2e or itl.")] = "ttft",
     quantile: Annotated[str, Query(description="p50, p90, p95 or p99.")] = "p95",
 ) -> CompareResponse:
@@ -55,7 +43,7 @@ def get_compare(
             a_until=a_until,
             b_since=b_since,
             b_until=b_until,
-            filters=queries.Filters(service=service, route=route, model=model, provider=provider),
+            filters=filters,
             by=queries.parse_group_by(by),
             metric=metric,
             quantile=quantile,

@@ -8,15 +8,10 @@ from fastapi import APIRouter, HTTPException, Path, Query
 
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
+from latencylens_collector.api.params import TIME_HELP, FiltersDep
 from latencylens_collector.models import RequestDetail, RequestList
 
 router = APIRouter(prefix="/api/requests", tags=["requests"])
-
-TIME_HELP = "ISO-8601 (naive means UTC) or unix seconds."
-ServiceQuery = Annotated[str | None, Query(description="Only requests whose root is in this service.")]
-RouteQuery = Annotated[str | None, Query(description="Only requests whose root span has this name.")]
-ModelQuery = Annotated[str | None, Query(description="Only requests whose primary model is this.")]
-ProviderQuery = Annotated[str | None, Query(description="Only requests whose primary provider is this.")]
 
 
 @router.get(
@@ -30,12 +25,9 @@ def list_requests(
     store: StoreDep,
     project: ProjectDep,
     now: NowDep,
+    filters: FiltersDep,
     since: Annotated[str | None, Query(description=f"Window start. {TIME_HELP}")] = None,
     until: Annotated[str | None, Query(description=f"Window end (exclusive). {TIME_HELP}")] = None,
-    service: ServiceQuery = None,
-    route: RouteQuery = None,
-    model: ModelQuery = None,
-    provider: ProviderQuery = None,
     min_duration_ms: Annotated[
         float | None, Query(ge=0, description="Only requests at least this long (ms).")
     ] = None,
@@ -49,7 +41,7 @@ def list_requests(
             now=now,
             since=since,
             until=until,
-            filters=queries.Filters(service=service, route=route, model=model, provider=provider),
+            filters=filters,
             min_duration_ms=min_duration_ms,
             limit=limit,
             cursor=cursor,

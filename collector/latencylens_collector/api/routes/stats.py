@@ -8,13 +8,7 @@ from fastapi import APIRouter, HTTPException, Query
 
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
-from latencylens_collector.api.routes.requests import (
-    TIME_HELP,
-    ModelQuery,
-    ProviderQuery,
-    RouteQuery,
-    ServiceQuery,
-)
+from latencylens_collector.api.params import TIME_HELP, FiltersDep, GroupByQuery
 from latencylens_collector.models import StatsResponse
 
 router = APIRouter(prefix="/api/stats", tags=["stats"])
@@ -32,16 +26,10 @@ def get_stats(
     store: StoreDep,
     project: ProjectDep,
     now: NowDep,
+    filters: FiltersDep,
     since: Annotated[str | None, Query(description=f"Window start. {TIME_HELP}")] = None,
     until: Annotated[str | None, Query(description=f"Window end (exclusive). {TIME_HELP}")] = None,
-    service: ServiceQuery = None,
-    route: RouteQuery = None,
-    model: ModelQuery = None,
-    provider: ProviderQuery = None,
-    by: Annotated[
-        str | None,
-        Query(description=f"Comma list of group-by fields: {', '.join(queries.GROUP_FIELDS)}."),
-    ] = None,
+    by: GroupByQuery = None,
     bucket: Annotated[str | None, Query(description=f"Time bucket: {', '.join(queries.BUCKETS)}.")] = None,
 ) -> StatsResponse:
     try:
@@ -51,7 +39,7 @@ def get_stats(
             now=now,
             since=since,
             until=until,
-            filters=queries.Filters(service=service, route=route, model=model, provider=provider),
+            filters=filters,
             by=queries.parse_group_by(by),
             bucket=bucket,
         )
