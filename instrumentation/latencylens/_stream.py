@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from operator import sub
 from types import TracebackType
 from typing import Any
 
@@ -24,6 +25,7 @@ from latencylens.providers._base import StreamState
 
 _OWN_PREFIX = "_ll_"
 _time_ns = time.time_ns  # bound once: read per chunk
+_attach, _detach = otel_context.attach, otel_context.detach  # bound once: called per chunk
 
 
 _SHAPE_CACHE_LIMIT = 512
@@ -57,20 +59,17 @@ class _StreamProxy:
 
     __slots__ = (
         "_ll_chunks",
-        "_ll_content",
         "_ll_ctx",
         "_ll_done",
         "_ll_errors",
-        "_ll_first",
-        "_ll_gaps",
         "_ll_inner",
         "_ll_it",
         "_ll_last",
         "_ll_measure",
-        "_ll_prev",
         "_ll_span",
         "_ll_start",
         "_ll_state",
+        "_ll_times",
     )
 
     def __init__(
@@ -91,10 +90,8 @@ class _StreamProxy:
         self._ll_state = state
         self._ll_measure = measure
         self._ll_chunks = 0
-        self._ll_content = 0
-        self._ll_first: int | None = None
-        self._ll_prev = 0
-        self._ll_gaps: list[int] = []
+        self._ll_times: list[int] = []
+        """Arrival time of each content chunk: TTFT, gaps and the content count all come from it."""
         self._ll_last: int | None = None
         self._ll_errors = 0
         self._ll_done = False
@@ -114,8 +111,9 @@ class _StreamProxy:
     def _ll_record(self, chunk: Any) -> None:
         """Note one chunk's arrival; only called when measuring (model calls).
 
-        Per chunk: one clock read, the adapter's content check, and for content chunks after the
-        first, one appended integer gap. All summarising waits for the end of the stream.
+        Per chunk: one clock read, the adapter's content check, and for content chunks one
+        appended timestamp. All summarising waits for the end of the stream. ``__next__`` and
+        ``__anext__`` carry an inlined copy of this body (a method call per chunk is measurable).
         """
         now = _time_ns()
         self._ll_chunks += 1
@@ -130,12 +128,7 @@ class _StreamProxy:
             internal_error("stream record_chunk")
             return
         if content:
-            self._ll_content += 1
-            if self._ll_first is None:
-                self._ll_first = now
-            else:
-                self._ll_gaps.append(now - self._ll_prev)
-            self._ll_prev = now
+            self._ll_times.append(now)
 
     def _ll_finish(self, completed: bool, exc: BaseException | None) -> None:
         """Set the stream attributes and end the span, once."""
@@ -163,7 +156,7 @@ class _StreamProxy:
         attributes: dict[str, Any] = {
             semconv.GEN_AI_REQUEST_STREAM: True,
             semconv.STREAM_CHUNKS: self._ll_chunks,
-            semconv.STREAM_CONTENT_CHUNKS: self._ll_content,
+            semconv.STREAM_CONTENT_CHUNKS: len(self._ll_times),
             semconv.STREAM_COMPLETED: completed,
             semconv.STREAM_END_REASON: end_reason,
         }
@@ -176,7 +169,8 @@ class _StreamProxy:
             except Exception:
                 self._ll_errors += 1
                 internal_error("stream usage")
-        first, last = self._ll_first, self._ll_last
+        times = self._ll_times
+        first, last = (times[0] if times else None), self._ll_last
         if first is not None:
             attributes[semconv.STREAM_FIRST_CONTENT_NS] = first - start
             attributes[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (first - start) / 1e9
@@ -194,8 +188,9 @@ class _StreamProxy:
     ) -> None:
         """ITL, output rate and gap percentiles, computed once from the recorded integers."""
         tokens, source = output_tokens, semconv.SOURCE_MEASURED
+        times = self._ll_times
         if tokens is None:
-            tokens, source = self._ll_content, semconv.SOURCE_ESTIMATED
+            tokens, source = len(times), semconv.SOURCE_ESTIMATED
         itl = inter_token_latency_ns(first, last, tokens)
         if itl is not None:
             attributes[semconv.STREAM_ITL_NS] = itl
@@ -203,7 +198,7 @@ class _StreamProxy:
         rate = output_tokens_per_second(tokens, last - self._ll_start)
         if rate is not None:
             attributes[semconv.STREAM_OUTPUT_TOKENS_PER_SECOND] = rate
-        gaps = summarize_gaps(self._ll_gaps)
+        gaps = summarize_gaps(list(map(sub, times[1:], times)))  # consecutive differences, in C
         if gaps is not None:
             attributes[semconv.STREAM_GAP_MEAN_NS] = gaps.mean_ns
             attributes[semconv.STREAM_GAP_P50_NS] = gaps.p50_ns
@@ -233,20 +228,30 @@ class SpanStream(_StreamProxy):
         return self
 
     def __next__(self) -> Any:
-        token = otel_context.attach(self._ll_ctx)
+        token = _attach(self._ll_ctx)
         try:
             chunk = self._ll_it.__next__()
         except StopIteration:
-            otel_context.detach(token)
+            _detach(token)
             self._ll_finish(True, None)
             raise
         except BaseException as exc:
-            otel_context.detach(token)
+            _detach(token)
             self._ll_finish(False, exc)
             raise
-        otel_context.detach(token)
-        if self._ll_measure:
-            self._ll_record(chunk)
+        _detach(token)
+        if self._ll_measure:  # _ll_record, inlined
+            now = _time_ns()
+            self._ll_chunks += 1
+            self._ll_last = now
+            state = self._ll_state
+            if state is not None:
+                try:
+                    if state.record_chunk(chunk):
+                        self._ll_times.append(now)
+                except Exception:
+                    self._ll_errors += 1
+                    internal_error("stream record_chunk")
         return chunk
 
     def close(self) -> None:
@@ -300,20 +305,30 @@ class AsyncSpanStream(_StreamProxy):
         return self
 
     async def __anext__(self) -> Any:
-        token = otel_context.attach(self._ll_ctx)
+        token = _attach(self._ll_ctx)
         try:
             chunk = await self._ll_it.__anext__()
         except StopAsyncIteration:
-            otel_context.detach(token)
+            _detach(token)
             self._ll_finish(True, None)
             raise
         except BaseException as exc:
-            otel_context.detach(token)
+            _detach(token)
             self._ll_finish(False, exc)
             raise
-        otel_context.detach(token)
-        if self._ll_measure:
-            self._ll_record(chunk)
+        _detach(token)
+        if self._ll_measure:  # _ll_record, inlined
+            now = _time_ns()
+            self._ll_chunks += 1
+            self._ll_last = now
+            state = self._ll_state
+            if state is not None:
+                try:
+                    if state.record_chunk(chunk):
+                        self._ll_times.append(now)
+                except Exception:
+                    self._ll_errors += 1
+                    internal_error("stream record_chunk")
         return chunk
 
     async def aclose(self) -> None:

@@ -241,7 +241,7 @@ def finish_model_call(
                     result["stream"] = _wrap_stream(inner, span, start, adapter, True, False, record)
                     return result
                 body, headers = _body_and_headers(result, record)
-                usage_attributes = adapter.extract(body, headers).to_attributes()
+                usage_attributes = adapter.response_attributes(body, headers)
                 usage_attributes[semconv.GEN_AI_REQUEST_STREAM] = False
                 span.set_attributes(usage_attributes)
     except Exception:

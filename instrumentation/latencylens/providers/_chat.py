@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latencylens.providers._base import BaseAdapter, Usage, field_of, nonempty_text, take_int
+from latencylens.providers._base import (
+    BaseAdapter,
+    Usage,
+    as_int,
+    field_of,
+    fields_of,
+    is_sdk_object,
+    nonempty_text,
+    note,
+    take_int,
+)
 
 
 def usage_paths(prefix: str) -> tuple[str, str, str, str, str]:
@@ -28,19 +38,45 @@ def usage_paths(prefix: str) -> tuple[str, str, str, str, str]:
 USAGE_PATHS = usage_paths("usage")
 
 
+TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details")
+"""The fields of a Chat Completions ``usage`` object that :func:`token_counts` takes, in order."""
+META_FIELDS = ("id", "model", "choices")
+"""The fields of a response that :func:`meta` takes, in order."""
+
+
 def read_token_usage(usage: Any, paths: tuple[str, str, str, str, str], out: Usage) -> None:
     """Token counts of a Chat Completions ``usage`` object (cached ⊂ prompt, reasoning ⊂ completion)."""
-    out.input_tokens = take_int(usage, "prompt_tokens", paths[0], out, expected=True)
-    out.output_tokens = take_int(usage, "completion_tokens", paths[1], out, expected=True)
     if usage is None:
+        out.fields_missing += paths[:2]
         return
-    prompt_details = field_of(usage, "prompt_tokens_details")
+    token_counts(out, paths, *fields_of(usage, TOKEN_FIELDS))
+
+
+def token_counts(
+    out: Usage,
+    paths: tuple[str, str, str, str, str],
+    prompt: Any,
+    completion: Any,
+    prompt_details: Any,
+    completion_details: Any,
+) -> None:
+    """Fill ``out`` from the four :data:`TOKEN_FIELDS` values of a ``usage`` object already read."""
+    if type(prompt) is not int:
+        prompt = as_int(prompt)
+    if type(completion) is not int:
+        completion = as_int(completion)
+    out.input_tokens = prompt
+    out.output_tokens = completion
+    if prompt is not None and completion is not None:  # the usual case: one extend, no per-field note
+        out.fields_reported += paths[:2]
+    else:
+        note(out, prompt is not None, paths[0], True)
+        note(out, completion is not None, paths[1], True)
     if prompt_details is not None:
         out.cache_read_input_tokens = take_int(prompt_details, "cached_tokens", paths[2], out, expected=False)
         out.cache_creation_input_tokens = take_int(
             prompt_details, "cache_write_tokens", paths[3], out, expected=False
         )
-    completion_details = field_of(usage, "completion_tokens_details")
     if completion_details is not None:
         out.reasoning_output_tokens = take_int(
             completion_details, "reasoning_tokens", paths[4], out, expected=False
@@ -49,14 +85,16 @@ def read_token_usage(usage: Any, paths: tuple[str, str, str, str, str], out: Usa
 
 def read_meta(obj: Any, out: Usage) -> None:
     """Response id, model and the finish reason of every choice that has one."""
-    response_id = field_of(obj, "id")
-    if isinstance(response_id, str):
+    meta(out, *fields_of(obj, META_FIELDS))
+
+
+def meta(out: Usage, response_id: Any, model: Any, choices: Any) -> None:
+    """Fill ``out`` from the three :data:`META_FIELDS` values of a response already read."""
+    if type(response_id) is str or isinstance(response_id, str):
         out.response_id = response_id
-    model = field_of(obj, "model")
-    if isinstance(model, str):
+    if type(model) is str or isinstance(model, str):
         out.response_model = model
-    choices = field_of(obj, "choices")
-    if isinstance(choices, (list, tuple)):
+    if type(choices) is list or isinstance(choices, (list, tuple)):
         for choice in choices:
             reason = field_of(choice, "finish_reason")
             if reason:
@@ -104,16 +142,28 @@ class ChatStreamState:
     """Sees each Chat Completions chunk once; usage comes from the last chunk that carried it.
 
     Per chunk: one pass over ``choices`` (content and finish reason), and one ``usage`` lookup;
-    the usage chunk is kept and read once, at the end.
+    the usage chunk is kept and read once, at the end. The chunk, choice and delta types of a stream
+    repeat, so once a type is known to be an SDK object its fields are read with plain ``getattr``.
     """
 
-    __slots__ = ("_adapter", "_carries", "_meta", "_usage_chunk")
+    __slots__ = (
+        "_adapter",
+        "_carries",
+        "_choice_type",
+        "_chunk_type",
+        "_delta_type",
+        "_meta",
+        "_usage_chunk",
+    )
 
     def __init__(self, adapter: ChatCompletionsAdapter) -> None:
         self._adapter = adapter
         self._carries = adapter.carries_usage
         self._meta = Usage()
         self._usage_chunk: Any = None
+        self._chunk_type: type | None = None
+        self._choice_type: type | None = None
+        self._delta_type: type | None = None
 
     def record_chunk(self, chunk: Any) -> bool:
         meta = self._meta
@@ -126,19 +176,41 @@ class ChatStreamState:
                 meta.response_model = model
         if self._carries(chunk):
             self._usage_chunk = chunk
-        choices = field_of(chunk, "choices")
+        cls = type(chunk)
+        if cls is dict:
+            choices = chunk.get("choices")
+        elif cls is self._chunk_type:
+            choices = getattr(chunk, "choices", None)
+        else:
+            if is_sdk_object(cls):
+                self._chunk_type = cls
+            choices = field_of(chunk, "choices")
         if type(choices) is not list and (not choices or isinstance(choices, (str, Mapping))):
             return False
         content = False
         for choice in choices:
-            if type(choice) is dict:
+            cls = type(choice)
+            if cls is dict:
                 delta = choice.get("delta")
                 reason = choice.get("finish_reason")
+            elif cls is self._choice_type:
+                delta = getattr(choice, "delta", None)
+                reason = getattr(choice, "finish_reason", None)
             else:
+                if is_sdk_object(cls):
+                    self._choice_type = cls
                 delta = field_of(choice, "delta")
                 reason = field_of(choice, "finish_reason")
             if not content:
-                text = delta.get("content") if type(delta) is dict else field_of(delta, "content")
+                cls = type(delta)
+                if cls is dict:
+                    text = delta.get("content")
+                elif cls is self._delta_type:
+                    text = getattr(delta, "content", None)
+                else:
+                    if delta is not None and is_sdk_object(cls):
+                        self._delta_type = cls
+                    text = field_of(delta, "content")
                 content = type(text) is str and text != ""  # nonempty_text, inlined: runs per chunk
             if reason:
                 meta.finish_reasons.append(str(reason))

@@ -9,10 +9,36 @@ response's ``x_groq.usage`` is a different type (DRAM/SRAM cache stats) without 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from latencylens.providers._base import Usage, field_of, take_seconds
-from latencylens.providers._chat import ChatCompletionsAdapter, read_token_usage, usage_paths
+from latencylens.providers._base import Usage, field_of, fields_of, mapping_types, note, seconds_to_ns
+from latencylens.providers._chat import (
+    META_FIELDS,
+    TOKEN_FIELDS,
+    ChatCompletionsAdapter,
+    meta,
+    token_counts,
+    usage_paths,
+)
+from latencylens.semconv import (
+    GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_RESPONSE_ID,
+    GEN_AI_RESPONSE_MODEL,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    PROVENANCE_DECODE,
+    PROVENANCE_PREFILL,
+    PROVENANCE_QUEUE,
+    PROVENANCE_SERVER_TOTAL,
+    PROVIDER_DECODE_NS,
+    PROVIDER_FIELDS_REPORTED,
+    PROVIDER_PREFILL_NS,
+    PROVIDER_QUEUE_NS,
+    PROVIDER_SERVER_TOTAL_NS,
+    SOURCE_DERIVED,
+    SOURCE_REPORTED,
+)
 
 _DERIVED = frozenset({"server_total"})
 
@@ -29,14 +55,22 @@ def _timing_paths(prefix: str) -> tuple[str, str, str, str]:
 _PATHS = {prefix: (usage_paths(prefix), _timing_paths(prefix)) for prefix in ("usage", "x_groq.usage")}
 
 
-def _timed_usage(holder: Any) -> tuple[Any, str]:
+_TIMING_FIELDS = ("queue_time", "prompt_time", "completion_time", "total_time")
+_USAGE_FIELDS = TOKEN_FIELDS + _TIMING_FIELDS
+_HOLDER_FIELDS = ("x_groq", "usage")
+_RESPONSE_FIELDS = META_FIELDS + _HOLDER_FIELDS
+_ALL_REPORTED = {prefix: tokens[:2] + timings for prefix, (tokens, timings) in _PATHS.items()}
+"""Fields reported by a complete reply without token details, in the order ``extract`` notes them."""
+
+
+def _timed_usage(x_groq: Any, usage: Any) -> tuple[Any, str]:
     """The usage object that has timings, with its path: ``x_groq.usage`` first, then ``usage``."""
-    x_usage = field_of(field_of(holder, "x_groq"), "usage")
-    if x_usage is not None and field_of(x_usage, "total_time") is not None:
-        return x_usage, "x_groq.usage"
-    if x_usage is not None and field_of(x_usage, "queue_time") is not None:
-        return x_usage, "x_groq.usage"
-    return field_of(holder, "usage"), "usage"
+    x_usage = field_of(x_groq, "usage") if x_groq is not None else None
+    if x_usage is not None:
+        total_time, queue_time = fields_of(x_usage, ("total_time", "queue_time"))
+        if total_time is not None or queue_time is not None:
+            return x_usage, "x_groq.usage"
+    return usage, "usage"
 
 
 class GroqAdapter(ChatCompletionsAdapter):
@@ -45,14 +79,100 @@ class GroqAdapter(ChatCompletionsAdapter):
     def __init__(self, name: str = "groq") -> None:
         super().__init__(name)
 
+    def extract(self, response: Any, headers: Mapping[str, str] | None = None) -> Usage:
+        # One read of the five top-level fields instead of two passes (meta, then usage).
+        out = Usage()
+        response_id, model, choices, x_groq, usage = fields_of(response, _RESPONSE_FIELDS)
+        meta(out, response_id, model, choices)
+        self._read(x_groq, usage, out)
+        if headers is not None:
+            self.read_headers(headers, out)
+        return out
+
+    def response_attributes(self, response: Any, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The attributes ``extract(...).to_attributes()`` gives, built in one pass for the reply Groq
+        sends (id, model, choices, every usage field a number, no token details); anything else takes
+        the general path. Equivalence is pinned by tests over complete and partial replies."""
+        response_id, model, choices, x_groq, usage = fields_of(response, _RESPONSE_FIELDS)
+        usage, prefix = _timed_usage(x_groq, usage)
+        # Headers need no look: Groq sends no timing headers (``read_headers`` is the no-op).
+        if usage is None or type(response_id) is not str or type(model) is not str:
+            return self.extract(response, headers).to_attributes()
+        (
+            prompt_tokens,
+            completion_tokens,
+            prompt_details,
+            completion_details,
+            queue,
+            prompt,
+            completion,
+            total,
+        ) = fields_of(usage, _USAGE_FIELDS)
+        if (
+            type(prompt_tokens) is not int
+            or type(completion_tokens) is not int
+            or prompt_details is not None
+            or completion_details is not None
+            or type(queue) is not float
+            or type(prompt) is not float
+            or type(completion) is not float
+            or type(total) is not float
+            or type(choices) is not list
+        ):
+            return self.extract(response, headers).to_attributes()
+        queue_ns = round(queue * 1e9)
+        attributes: dict[str, Any] = {
+            GEN_AI_USAGE_INPUT_TOKENS: prompt_tokens,
+            GEN_AI_USAGE_OUTPUT_TOKENS: completion_tokens,
+            PROVIDER_QUEUE_NS: queue_ns,
+            PROVENANCE_QUEUE: SOURCE_REPORTED,
+            PROVIDER_PREFILL_NS: round(prompt * 1e9),
+            PROVENANCE_PREFILL: SOURCE_REPORTED,
+            PROVIDER_DECODE_NS: round(completion * 1e9),
+            PROVENANCE_DECODE: SOURCE_REPORTED,
+            PROVIDER_SERVER_TOTAL_NS: queue_ns + round(total * 1e9),
+            PROVENANCE_SERVER_TOTAL: SOURCE_DERIVED,
+            GEN_AI_RESPONSE_MODEL: model,
+            GEN_AI_RESPONSE_ID: response_id,
+        }
+        reasons = [str(reason) for choice in choices if (reason := field_of(choice, "finish_reason"))]
+        if reasons:
+            attributes[GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+        attributes[PROVIDER_FIELDS_REPORTED] = list(_ALL_REPORTED[prefix])
+        return attributes
+
     def read_usage(self, holder: Any, out: Usage) -> None:
-        usage, prefix = _timed_usage(holder)
+        x_groq, usage = fields_of(holder, _HOLDER_FIELDS)
+        self._read(x_groq, usage, out)
+
+    def _read(self, x_groq: Any, usage: Any, out: Usage) -> None:
+        usage, prefix = _timed_usage(x_groq, usage)
         token_paths, timing_paths = _PATHS[prefix]
-        read_token_usage(usage, token_paths, out)
-        queue = take_seconds(usage, "queue_time", timing_paths[0], out, expected=True)
-        prompt = take_seconds(usage, "prompt_time", timing_paths[1], out, expected=True)
-        completion = take_seconds(usage, "completion_time", timing_paths[2], out, expected=True)
-        total = take_seconds(usage, "total_time", timing_paths[3], out, expected=True)
+        if usage is None:
+            out.fields_missing += token_paths[:2]
+            out.fields_missing += timing_paths
+            return
+        (
+            prompt_tokens,
+            completion_tokens,
+            prompt_details,
+            completion_details,
+            queue,
+            prompt,
+            completion,
+            total,
+        ) = fields_of(usage, _USAGE_FIELDS)
+        token_counts(out, token_paths, prompt_tokens, completion_tokens, prompt_details, completion_details)
+        # seconds_to_ns, inlined for the float every Groq reply carries; anything else goes through it
+        queue = round(queue * 1e9) if type(queue) is float else seconds_to_ns(queue)
+        prompt = round(prompt * 1e9) if type(prompt) is float else seconds_to_ns(prompt)
+        completion = round(completion * 1e9) if type(completion) is float else seconds_to_ns(completion)
+        total = round(total * 1e9) if type(total) is float else seconds_to_ns(total)
+        if queue is not None and prompt is not None and completion is not None and total is not None:
+            out.fields_reported += timing_paths
+        else:
+            for value, path in zip((queue, prompt, completion, total), timing_paths, strict=True):
+                note(out, value is not None, path, True)
         out.queue_ns, out.prefill_ns, out.decode_ns = queue, prompt, completion
         if total is None and prompt is not None and completion is not None:
             total = prompt + completion
@@ -61,7 +181,11 @@ class GroqAdapter(ChatCompletionsAdapter):
             out.derived = _DERIVED
 
     def carries_usage(self, chunk: Any) -> bool:
-        if field_of(chunk, "usage") is not None:
-            return True
-        x_groq = field_of(chunk, "x_groq")
-        return x_groq is not None and field_of(x_groq, "usage") is not None
+        # Runs per chunk: SDK chunks (not mappings, known from the type cache) take plain getattr.
+        if mapping_types.get(type(chunk)) is False:
+            usage = getattr(chunk, "usage", None)
+            x_groq = getattr(chunk, "x_groq", None)
+        else:
+            usage = field_of(chunk, "usage")
+            x_groq = field_of(chunk, "x_groq")
+        return usage is not None or (x_groq is not None and field_of(x_groq, "usage") is not None)

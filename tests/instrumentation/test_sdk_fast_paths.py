@@ -1,0 +1,211 @@
+"""The cheap readers give exactly what the general ones give.
+
+Per-call and per-chunk readers take shortcuts for the shapes providers actually send (one
+``attrgetter`` for several fields of an SDK object, a one-pass attribute dict for a complete Groq
+reply, ``getattr`` on chunk types already seen); these tests hold each shortcut to the general path
+on complete, partial and odd inputs, with real ``groq`` and ``openai`` SDK objects.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import openai.types.chat as openai_chat
+import pydantic
+import pytest
+from groq.types.chat import ChatCompletion as GroqChatCompletion
+from groq.types.chat import ChatCompletionChunk as GroqChatCompletionChunk
+
+from latencylens import semconv
+from latencylens.providers import get_adapter
+from latencylens.providers._base import field_of, fields_of
+from latencylens.providers._chat import has_content
+from latencylens.providers.groq import GroqAdapter
+
+USAGE = {
+    "queue_time": 0.041905864,
+    "prompt_tokens": 45,
+    "prompt_time": 0.003940145,
+    "completion_tokens": 662,
+    "completion_time": 2.652230333,
+    "total_tokens": 707,
+    "total_time": 2.656170478,
+}
+REPLY: dict[str, Any] = {
+    "id": "chatcmpl-7eb08824",
+    "object": "chat.completion",
+    "created": 1770770842,
+    "model": "llama-3.3-70b-versatile",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Queue."}, "finish_reason": "stop"},
+        {"index": 1, "message": {"role": "assistant", "content": "Decode."}, "finish_reason": "length"},
+    ],
+    "usage": USAGE,
+    "x_groq": {"id": "req_01kh52ndshfr2azv0xe6tnv4fx"},
+}
+
+
+def _variant(change: str) -> dict[str, Any]:
+    """REPLY with one thing changed; each one must leave the one-pass path or stay equivalent."""
+    reply = copy.deepcopy(REPLY)
+    usage = reply["usage"]
+    if change == "no total_time":
+        del usage["total_time"]
+    elif change == "integer queue_time":
+        usage["queue_time"] = 0
+    elif change == "no usage":
+        del reply["usage"]
+    elif change == "token details":
+        usage["prompt_tokens_details"] = {"cached_tokens": 40}
+        usage["completion_tokens_details"] = {"reasoning_tokens": 12}
+    elif change == "timed x_groq.usage":
+        reply["x_groq"]["usage"] = dict(USAGE, queue_time=0.5)
+    elif change == "cache-stat x_groq.usage":
+        reply["x_groq"]["usage"] = {"dram_cached_tokens": 10, "sram_cached_tokens": 0}
+    elif change == "no finish reason":
+        for choice in reply["choices"]:
+            choice["finish_reason"] = None
+    elif change == "no id":
+        del reply["id"]
+    elif change == "string token count":
+        usage["prompt_tokens"] = "45"
+    return reply
+
+
+CHANGES = [
+    "none",
+    "no total_time",
+    "integer queue_time",
+    "no usage",
+    "token details",
+    "timed x_groq.usage",
+    "cache-stat x_groq.usage",
+    "no finish reason",
+    "no id",
+    "string token count",
+]
+
+
+def _shapes(reply: dict[str, Any]) -> Iterator[Any]:
+    """The reply as a dict and as each SDK's object (where that SDK accepts it)."""
+    yield reply
+    for model in (GroqChatCompletion, openai_chat.ChatCompletion):
+        try:
+            yield model.model_validate(reply)
+        except pydantic.ValidationError:  # e.g. no ``id``: an SDK would not hand that back
+            pass
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_fast_groq_response_attributes_equal_extract(change: str) -> None:
+    adapter = GroqAdapter()
+    for response in _shapes(_variant(change)):
+        for headers in (None, {}, {"x-request-id": "req_1", "openai-processing-ms": "120"}):
+            expected = adapter.extract(response, headers).to_attributes()
+            assert adapter.response_attributes(response, headers) == expected, (change, type(response))
+
+
+def test_fast_groq_response_attributes_values_worked_by_hand() -> None:
+    # queue 0.041905864 s = 41_905_864 ns; prompt 0.003940145 s = 3_940_145 ns;
+    # completion 2.652230333 s = 2_652_230_333 ns; server total = queue + total_time
+    # = 41_905_864 + 2_656_170_478 = 2_698_076_342 ns (derived: Groq's total excludes the queue).
+    attributes = GroqAdapter().response_attributes(GroqChatCompletion.model_validate(REPLY))
+    assert attributes == {
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: 45,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 662,
+        semconv.PROVIDER_QUEUE_NS: 41_905_864,
+        semconv.PROVENANCE_QUEUE: "reported",
+        semconv.PROVIDER_PREFILL_NS: 3_940_145,
+        semconv.PROVENANCE_PREFILL: "reported",
+        semconv.PROVIDER_DECODE_NS: 2_652_230_333,
+        semconv.PROVENANCE_DECODE: "reported",
+        semconv.PROVIDER_SERVER_TOTAL_NS: 2_698_076_342,
+        semconv.PROVENANCE_SERVER_TOTAL: "derived",
+        semconv.GEN_AI_RESPONSE_MODEL: "llama-3.3-70b-versatile",
+        semconv.GEN_AI_RESPONSE_ID: "chatcmpl-7eb08824",
+        semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["stop", "length"],
+        semconv.PROVIDER_FIELDS_REPORTED: [
+            "usage.prompt_tokens",
+            "usage.completion_tokens",
+            "usage.queue_time",
+            "usage.prompt_time",
+            "usage.completion_time",
+            "usage.total_time",
+        ],
+    }
+
+
+@pytest.mark.parametrize("provider", ["openai", "cerebras", "vllm", "ollama", "anthropic"])
+def test_fast_default_response_attributes_are_extract(provider: str) -> None:
+    adapter = get_adapter(provider)
+    assert adapter.response_attributes(REPLY) == adapter.extract(REPLY).to_attributes()
+
+
+class _Headers(Mapping[str, Any]):
+    """A mapping that is not a dict (like httpx ``Headers``), with one attribute of its own."""
+
+    model = "attribute wins over key"
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class _Bare:
+    """An object with some of the fields, as attributes."""
+
+    def __init__(self) -> None:
+        self.id = "x"
+
+
+def test_fast_fields_of_equals_field_of_for_every_shape() -> None:
+    names = ("id", "model", "choices", "usage")
+    pydantic = GroqChatCompletion.model_validate(REPLY)
+    for obj in (REPLY, pydantic, None, _Headers({"id": "h", "usage": 1}), _Bare(), _Bare(), 7):
+        # _Bare twice: the second read goes through the remembered "lacks a field" path.
+        assert list(fields_of(obj, names)) == [field_of(obj, name) for name in names], obj
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, usage: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if usage:
+        body["x_groq"] = {"id": "req_1", "usage": USAGE}
+    return body
+
+
+def test_fast_stream_state_reads_each_chunk_type_like_has_content() -> None:
+    bodies = [
+        _chunk({"role": "assistant"}),
+        _chunk({"content": ""}),
+        _chunk({"content": "a"}),
+        _chunk({"content": "b"}),
+        _chunk({}, "stop", usage=True),
+    ]
+    groq_chunks = [GroqChatCompletionChunk.model_validate(body) for body in bodies]
+    openai_chunks = [openai_chat.ChatCompletionChunk.model_validate(body) for body in bodies]
+    # Types change mid-stream (SDK objects, then dicts, then another SDK's objects): each chunk is
+    # still judged on its own, and usage comes from the last usage chunk.
+    mixed = groq_chunks[:2] + bodies[2:3] + openai_chunks[3:]
+    for chunks in (groq_chunks, openai_chunks, bodies, mixed):
+        state = get_adapter("groq").new_stream_state()
+        assert [state.record_chunk(chunk) for chunk in chunks] == [has_content(chunk) for chunk in chunks]
+        assert [has_content(chunk) for chunk in chunks] == [False, False, True, True, False]
+        usage = state.usage()
+        assert (usage.input_tokens, usage.output_tokens, usage.queue_ns) == (45, 662, 41_905_864)
+        assert usage.finish_reasons == ["stop"]
