@@ -9,9 +9,9 @@ every table ``T`` of the migrations becomes
   spans and its request row live on one shard (ReplacingMergeTree collapses duplicates per shard).
 
 The service reads and writes ``T`` whichever the topology, so queries need no change. Column
-changes (``ALTER TABLE ... ADD/DROP/MODIFY/RENAME/COMMENT COLUMN``) go to both tables; other
-``ALTER``s (TTL, settings, indexes) to the local one; materialized views read and write local
-tables. Any other statement is refused for a cluster, so a migration nobody taught this module
+changes (``ALTER TABLE ... ADD/DROP/MODIFY/RENAME/COMMENT COLUMN``) go to both tables, except
+codec changes; other ``ALTER``s (TTL, settings, indexes, codecs) to the local one; materialized
+views read and write local tables. Any other statement is refused for a cluster, so a migration nobody taught this module
 fails loudly instead of creating an unreplicated table.
 """
 
@@ -106,8 +106,9 @@ def _alter_table(database: str, table: str, action: str, topology: Topology) -> 
     if table not in topology.distributed:
         return [f"ALTER TABLE {database}.{table}{topology.on_cluster} {action}"]
     local = f"ALTER TABLE {database}.{topology.local(table)}{topology.on_cluster} {action}"
-    if _COLUMN_ACTION.match(action):
+    if _COLUMN_ACTION.match(action) and "CODEC(" not in action.upper():
         return [local, f"ALTER TABLE {database}.{table}{topology.on_cluster} {action}"]
+    # Settings, TTL, indexes and codecs concern stored data: only the local tables hold any.
     return [local]
 
 

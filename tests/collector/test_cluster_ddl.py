@@ -77,6 +77,10 @@ def test_alters_views_and_unknown_statements_on_a_cluster() -> None:
         "ALTER TABLE db.events_local ON CLUSTER c ADD COLUMN IF NOT EXISTS x UInt8",
         "ALTER TABLE db.events ON CLUSTER c ADD COLUMN IF NOT EXISTS x UInt8",
     ]
+    # A codec concerns stored data, which only the local table holds.
+    assert render("ALTER TABLE db.events MODIFY COLUMN id UInt64 CODEC(T64)", topology) == [
+        "ALTER TABLE db.events_local ON CLUSTER c MODIFY COLUMN id UInt64 CODEC(T64)"
+    ]
     assert render("ALTER TABLE db.events MODIFY TTL toDateTime(t) + toIntervalDay(1)", topology) == [
         "ALTER TABLE db.events_local ON CLUSTER c MODIFY TTL toDateTime(t) + toIntervalDay(1)"
     ]

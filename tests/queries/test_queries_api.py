@@ -369,6 +369,34 @@ def test_compare_names_the_component_and_group_that_moved(shifted) -> None:
     assert body["summary"] == "p95 TTFT +140 ms, of which queue +149 ms on provider groq, model m1"
 
 
+def test_compare_ranges_may_overlap(shifted) -> None:
+    """Both ranges come from one scan; a request in both ranges counts in each."""
+    a0 = shifted.a0 // S
+    body = ok(
+        api(
+            shifted.url,
+            "/api/compare",
+            a_since=a0,
+            a_until=a0 + 7200,
+            b_since=a0 + 3600,
+            b_until=a0 + 7200,
+            by="provider",
+            metric="ttft",
+            quantile="p95",
+        )
+    )
+    # A holds all 12 requests: TTFT [60×3, 70×6, 210×3], the top 3 (ranks 10–12) are 210, so p95
+    # (rank ceil(11.4) = 12) is 210. B holds the later 6: [70×3, 210×3] → 210 as well.
+    assert body["a"] == {"count": 12, "value_ns": bf16(210 * MS)}
+    assert body["b"] == {"count": 6, "value_ns": bf16(210 * MS)}
+    assert body["delta_ns"] == 0
+    # groq A [60×3, 210×3] → p95 210 = B's p95; openai 70 in both.
+    assert [(g["key"], g["a_ns"], g["b_ns"]) for g in body["groups"]] == [
+        ({"provider": "groq"}, bf16(210 * MS), bf16(210 * MS)),
+        ({"provider": "openai"}, bf16(70 * MS), bf16(70 * MS)),
+    ]
+
+
 def test_compare_rejects_unknown_metric_and_quantile(collector) -> None:
     assert api(collector.url, "/api/compare", metric="tpot").status_code == 422
     assert api(collector.url, "/api/compare", quantile="p42").status_code == 422
