@@ -11,8 +11,8 @@ every table ``T`` of the migrations becomes
 The service reads and writes ``T`` whichever the topology, so queries need no change. Column
 changes (``ALTER TABLE ... ADD/DROP/MODIFY/RENAME/COMMENT COLUMN``) go to both tables, except
 codec changes; other ``ALTER``s (TTL, settings, indexes, codecs) to the local one; materialized
-views read and write local tables. Any other statement is refused for a cluster, so a migration nobody taught this module
-fails loudly instead of creating an unreplicated table.
+views read and write local tables. Any other statement is refused for a cluster, so a migration
+nobody taught this module fails loudly instead of creating an unreplicated table.
 """
 
 from __future__ import annotations
