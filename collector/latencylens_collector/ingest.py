@@ -2,7 +2,8 @@
 
 Every batch recomputes the rows of the traces it touched from *all* their stored spans, so spans
 arriving late (children after the root, a slow service's export) simply produce a newer row; the
-``requests`` table keeps the latest computation. Row building is plain functions over
+``requests`` table keeps the latest computation. Traces the batch holds whole (the common case)
+are computed from the batch itself, without reading them back. Row building is plain functions over
 :class:`SpanRow` values, testable without ClickHouse.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from latencylens_collector.attribution import (
     COMPONENTS,
     KIND_MODEL,
+    ModelTiming,
     RequestBreakdown,
     SpanNode,
     attribute_request,
@@ -63,13 +65,14 @@ def _attribute_resolved(spans: Sequence[SpanRow]) -> RequestBreakdown | None:
 def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str, Any] | None:
     """The ``requests`` row of one trace, or None when its root span is not stored yet."""
     spans = resolve_trace(spans)  # other instrumentations' names and server spans, read once
-    breakdown = _attribute_resolved(spans)
+    nodes = [span_node(row) for row in spans]
+    breakdown = attribute_request(nodes)
     if breakdown is None:
         return None
-    by_id = {span_hex(row.span_id): row for row in spans}
-    root = by_id[breakdown.root_span_id]
-    models = [row for row in spans if row.kind == KIND_MODEL]
+    root = next(row for row, node in zip(spans, nodes, strict=True) if node.span_id == breakdown.root_span_id)
+    models = [(row, node) for row, node in zip(spans, nodes, strict=True) if row.kind == KIND_MODEL]
     primary = _primary_model(models, breakdown)
+    primary_row = primary[0] if primary else None
     row: dict[str, Any] = {
         "project": root.project,
         "trace_id": root.trace_id,
@@ -77,8 +80,8 @@ def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str
         "e2e_ns": breakdown.e2e_ns,
         "service": root.service,
         "name": root.name,
-        "model": model_name(primary.attributes) if primary else "",
-        "provider": provider_name(primary.attributes) if primary else "",
+        "model": model_name(primary_row.attributes) if primary_row else "",
+        "provider": provider_name(primary_row.attributes) if primary_row else "",
         "status_error": int(root.status_code == STATUS_ERROR),
         "provenance": dict(breakdown.provenance),
         "inconsistent": int(breakdown.inconsistent),
@@ -89,19 +92,19 @@ def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str
     for name in COMPONENTS:
         row[f"{name}_ns"] = breakdown.parts[name]
         row[f"busy_{name}_ns"] = breakdown.busy[name]
-    row.update(token_totals(models))
-    row.update(stream_metrics(primary))
+    row.update(token_totals([model for model, _ in models]))
+    row.update(stream_metrics(primary_row, primary[1].timing if primary else None))
     return row
 
 
-def _primary_model(models: Sequence[SpanRow], breakdown: RequestBreakdown) -> SpanRow | None:
+def _primary_model(
+    models: Sequence[tuple[SpanRow, SpanNode]], breakdown: RequestBreakdown
+) -> tuple[SpanRow, SpanNode] | None:
     """The model call that owns the most critical-path time (ties: the longer call)."""
     if not models:
         return None
-    return max(
-        models,
-        key=lambda row: (breakdown.span_critical_ns.get(span_hex(row.span_id), 0), row.duration_ns),
-    )
+    critical = breakdown.span_critical_ns
+    return max(models, key=lambda pair: (critical.get(pair[1].span_id, 0), pair[0].duration_ns))
 
 
 def token_totals(models: Sequence[SpanRow]) -> dict[str, int]:
@@ -112,13 +115,15 @@ def token_totals(models: Sequence[SpanRow]) -> dict[str, int]:
     }
 
 
-def stream_metrics(primary: SpanRow | None) -> dict[str, Any]:
-    """TTFT, inter-token latency and decode rate of the primary model call (its own output tokens)."""
+def stream_metrics(primary: SpanRow | None, timing: ModelTiming | None = None) -> dict[str, Any]:
+    """TTFT, inter-token latency and decode rate of the primary model call (its own output tokens).
+
+    ``timing``: the call's :func:`model_timing`, when the caller has it already."""
     metrics: dict[str, Any] = {"ttft_ns": None, "itl_ns": None, "decode_tokens_per_second": None}
     if primary is None:
         return metrics
     attrs = primary.attributes
-    timing = model_timing(attrs)
+    timing = timing or model_timing(attrs)
     output = first_int(attrs, *TOKEN_KEYS["output_tokens"]) or 0
     first, last = timing.first_content_ns, timing.last_chunk_ns
     metrics["ttft_ns"] = first
@@ -152,26 +157,54 @@ class Ingestor:
         self._lock = threading.Lock()
 
     def ingest(self, spans: Sequence[SpanRow], dedup_token: str | None = None) -> int:
-        """Insert spans in one insert, then rewrite the request rows of their traces (one read per
-        project); returns how many request rows were (re)written. Raises StorageError."""
+        """Insert spans in one insert, then rewrite the request rows of their traces; returns how
+        many request rows were (re)written. Raises StorageError.
+
+        After the insert, one cheap count per project (key columns only) says which traces have
+        nothing stored but this batch's spans: their rows are built from the batch in memory. Only
+        traces with other spans stored (late spans, replays) are read back, in one query."""
         if not spans:
             return 0
         with self._lock:
             self.store.ensure_ready()
             self.store.insert_spans(spans, dedup_token=dedup_token)
-            by_project: dict[str, set[bytes]] = defaultdict(set)
+            by_project: dict[str, dict[bytes, list[SpanRow]]] = defaultdict(lambda: defaultdict(list))
             for span in spans:
-                by_project[span.project].add(span.trace_id)
+                by_project[span.project][span.trace_id].append(span)
             rows = []
-            for project, trace_ids in by_project.items():
+            for project, batch_traces in by_project.items():
                 computed_at_us = self.clock() // 1000
-                stored = self.store.spans_of_traces(trace_ids, project=project, for_requests=True)
-                for trace_spans in group_by_trace(stored).values():
+                for trace_spans in self._whole_traces(project, batch_traces):
                     row = build_request_row(trace_spans, computed_at_us)
                     if row is not None:
                         rows.append(row)
             self.store.upsert_requests(rows)
             return len(rows)
+
+    def _whole_traces(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[list[SpanRow]]:
+        """Every stored span of each trace in ``batch`` (grouped by trace, in read-back order).
+
+        A trace whose stored row count equals its number of distinct span ids in the batch holds
+        exactly the batch's spans (the insert put each of them there), so it is taken from memory;
+        any other trace is read back."""
+        counts = self.store.stored_span_counts(batch, project=project)
+        whole: list[list[SpanRow]] = []
+        read_back: list[bytes] = []
+        for trace_id, trace_spans in batch.items():
+            distinct = {span.span_id for span in trace_spans}
+            if len(distinct) == len(trace_spans) == counts.get(trace_id, 0):
+                whole.append(sorted(trace_spans, key=_stored_order))
+            else:
+                read_back.append(trace_id)
+        if read_back:
+            stored = self.store.spans_of_traces(read_back, project=project, for_requests=True)
+            whole.extend(group_by_trace(stored).values())
+        return whole
+
+
+def _stored_order(span: SpanRow) -> tuple[int, bytes]:
+    """The order :meth:`Store.spans_of_traces` returns spans in."""
+    return span.start_ns, span.span_id
 
 
 def group_by_trace(spans: Sequence[SpanRow]) -> dict[bytes, list[SpanRow]]:

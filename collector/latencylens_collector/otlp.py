@@ -13,7 +13,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -29,9 +29,13 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import SERVICE_NAME
 
 from latencylens_collector.conventions import classify
-from latencylens_collector.otlp_utf8 import parse_repairing
+from latencylens_collector.otlp_utf8 import parse_repairing, raw_values_request_class
 from latencylens_collector.rows import DEFAULT_PROJECT, NO_PARENT, SpanRow
 
+_json_string: Final = json.encoder.encode_basestring_ascii
+"""How :func:`json.dumps` writes a string (ASCII-escaped), as a C function."""
+AttributeReader = Callable[[Iterable[Any]], dict[str, str]]
+"""Repeated ``KeyValue`` → attributes as text."""
 UNKNOWN_SERVICE: Final = "unknown_service"
 _SPAN_KINDS: Final = {
     Span.SPAN_KIND_UNSPECIFIED: "unspecified",
@@ -110,10 +114,33 @@ class Limits:
 def decode(
     body: bytes, as_json: bool, project: str = DEFAULT_PROJECT, limits: Limits | None = None
 ) -> DecodedBatch:
-    """Body of an export request to span rows (raises :class:`OtlpDecodeError`)."""
+    """Body of an export request to span rows (raises :class:`OtlpDecodeError`).
+
+    Protobuf takes the fast path first (attribute values as encoded bytes, see
+    :func:`raw_attributes_to_dict`); a body it cannot take (invalid UTF-8 anywhere, not protobuf)
+    goes through the strict parse, which repairs or reports it."""
     warnings: Counter[str] = Counter()
+    if not as_json:
+        fast = _parse_raw_values(body)
+        if fast is not None:
+            try:
+                return flatten(
+                    fast, project=project, limits=limits, warnings=warnings, to_text=raw_attributes_to_dict
+                )
+            except _InvalidValue:
+                pass
     request = parse_json(body, warnings) if as_json else parse_protobuf(body, warnings)
     return flatten(request, project=project, limits=limits, warnings=warnings)
+
+
+def _parse_raw_values(body: bytes) -> Any:
+    """The request with attribute values left encoded, or None when it does not parse so."""
+    request = raw_values_request_class()()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, ValueError):
+        return None
+    return request
 
 
 # --- decoding ------------------------------------------------------------------------------------
@@ -231,14 +258,18 @@ def flatten(
     project: str = DEFAULT_PROJECT,
     limits: Limits | None = None,
     warnings: Counter[str] | None = None,
+    to_text: AttributeReader | None = None,
 ) -> DecodedBatch:
-    """Valid spans as rows; invalid ones counted with their reason, repairs with a warning."""
+    """Valid spans as rows; invalid ones counted with their reason, repairs with a warning.
+
+    ``to_text`` reads a repeated ``KeyValue`` (default :func:`attributes_to_dict`)."""
+    to_text = to_text or attributes_to_dict
     limits = limits or Limits()
     now_ns = limits.now_ns if limits.now_ns is not None else time.time_ns()
     batch = DecodedBatch(warnings=Counter(warnings or {}))
     clip = _Clipper(limits.max_attribute_bytes, batch.warnings)
     for resource_spans in request.resource_spans:
-        resource = clip.mapping(attributes_to_dict(resource_spans.resource.attributes))
+        resource = clip.mapping(to_text(resource_spans.resource.attributes))
         service = resource.get(SERVICE_NAME) or UNKNOWN_SERVICE
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
@@ -247,7 +278,7 @@ def flatten(
                     batch.rejected += 1
                     batch.reasons[reason] += 1
                     continue
-                batch.spans.append(span_row(span, service, resource, project, clip))
+                batch.spans.append(span_row(span, service, resource, project, clip, to_text))
     return batch
 
 
@@ -271,10 +302,15 @@ def invalid_reason(span: Span, latest_ns: int | None = None) -> str | None:
 
 
 def span_row(
-    span: Span, service: str, resource: dict[str, str], project: str, clip: _Clipper | None = None
+    span: Span,
+    service: str,
+    resource: dict[str, str],
+    project: str,
+    clip: _Clipper | None = None,
+    to_text: AttributeReader | None = None,
 ) -> SpanRow:
     clip = clip or _Clipper(DEFAULT_MAX_ATTRIBUTE_BYTES, Counter())
-    attributes = clip.mapping(attributes_to_dict(span.attributes))
+    attributes = clip.mapping((to_text or attributes_to_dict)(span.attributes))
     parent = span.parent_span_id or NO_PARENT
     return SpanRow(
         project=project,
@@ -328,7 +364,8 @@ def truncate_utf8(value: str, limit: int) -> str:
 
 
 def attributes_to_dict(attributes: Iterable[KeyValue]) -> dict[str, str]:
-    """Attributes as text; strings (most values) are taken as they are, without a call per value."""
+    """Attributes as text; the common types (string, int, bool, array of strings) are converted
+    inline, without a call per value."""
     out: dict[str, str] = {}
     for kv in attributes:
         value = kv.value
@@ -337,9 +374,75 @@ def attributes_to_dict(attributes: Iterable[KeyValue]) -> dict[str, str]:
             out[kv.key] = value.string_value
         elif which == "int_value":
             out[kv.key] = str(value.int_value)
+        elif which == "bool_value":
+            out[kv.key] = "true" if value.bool_value else "false"
+        elif which == "array_value":
+            out[kv.key] = _array_to_str(value)
         else:
             out[kv.key] = any_value_to_str(value)
     return out
+
+
+def _array_to_str(value: AnyValue) -> str:
+    """An array as compact JSON; an array of strings (the usual kind) without building a list for
+    :func:`json.dumps` (same text: ``["a","b"]``)."""
+    items = value.array_value.values
+    if all(item.WhichOneof("value") == "string_value" for item in items):
+        return "[" + ",".join([_json_string(item.string_value) for item in items]) + "]"
+    return any_value_to_str(value)
+
+
+class _InvalidValue(Exception):
+    """An encoded attribute value that is not a valid ``AnyValue`` (e.g. invalid UTF-8)."""
+
+
+_VALUE_TEXTS: dict[bytes, str] = {}
+"""Encoded ``AnyValue`` → text, for short values: model names, operations, flags and counts recur
+across spans and exports. Cleared when full, so it stays small (at most a few MB)."""
+_CACHED_VALUE_BYTES: Final = 256
+_CACHED_VALUES: Final = 8192
+
+
+def raw_attributes_to_dict(attributes: Iterable[Any]) -> dict[str, str]:
+    """Attributes whose values are encoded ``AnyValue`` bytes (:func:`raw_values_request_class`)
+    as text, identical to :func:`attributes_to_dict`: a value seen before costs one dict lookup.
+    Raises :class:`_InvalidValue` for a value the strict parse must handle."""
+    out: dict[str, str] = {}
+    texts = _VALUE_TEXTS
+    for kv in attributes:
+        raw = kv.value
+        text = texts.get(raw)
+        if text is None:
+            text = _raw_value_text(raw)
+            if len(raw) <= _CACHED_VALUE_BYTES:
+                if len(texts) >= _CACHED_VALUES:
+                    texts.clear()
+                texts[raw] = text
+        out[kv.key] = text
+    return out
+
+
+def _raw_value_text(raw: bytes) -> str:
+    value = AnyValue()
+    try:
+        value.ParseFromString(raw)
+    except (DecodeError, ValueError) as exc:
+        raise _InvalidValue(str(exc)) from exc
+    return value_to_str(value)
+
+
+def value_to_str(value: AnyValue) -> str:
+    """One attribute value as text, as :func:`attributes_to_dict` writes it."""
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return value.string_value
+    if which == "int_value":
+        return str(value.int_value)
+    if which == "bool_value":
+        return "true" if value.bool_value else "false"
+    if which == "array_value":
+        return _array_to_str(value)
+    return any_value_to_str(value)
 
 
 def any_value_to_str(value: AnyValue) -> str:

@@ -4,6 +4,10 @@ Protobuf runtimes refuse a whole message when one ``string`` field holds invalid
 cost every span of the export for one bad attribute. The fallback parses with a copy of the OTLP
 schema in which every ``string`` is ``bytes``, replaces invalid sequences by U+FFFD, and re-parses
 the repaired bytes with the official message class.
+
+:func:`raw_values_request_class` is the decoder's fast path, built the same way: a copy of the
+schema in which an attribute's ``AnyValue`` is left as its encoded bytes, so the collector can turn
+each distinct encoding into text once (see ``otlp.decode``) instead of walking a message per value.
 """
 
 from __future__ import annotations
@@ -95,6 +99,24 @@ def _lenient_request_class() -> Any:
         module.DESCRIPTOR.CopyToProto(proto)
         for message in proto.message_type:
             _strings_to_bytes(message)
+        pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(_REQUEST))
+
+
+@cache
+def raw_values_request_class() -> Any:
+    """ExportTraceServiceRequest of a private pool where ``KeyValue.value`` is ``bytes``: the
+    encoded ``AnyValue``. Every other field, strings included, parses (and is checked) as usual."""
+    pool = descriptor_pool.DescriptorPool()
+    for module in _SCHEMA_MODULES:
+        proto = descriptor_pb2.FileDescriptorProto()
+        module.DESCRIPTOR.CopyToProto(proto)
+        for message in proto.message_type:
+            if message.name == "KeyValue":
+                for field in message.field:
+                    if field.name == "value":
+                        field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+                        field.ClearField("type_name")
         pool.Add(proto)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(_REQUEST))
 

@@ -9,7 +9,9 @@ Exceptions::
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import operator
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -63,6 +65,14 @@ ORDER BY start_ns, span_id
 """What request rows are built from: every column but the two the attribution never reads
 (``resource_attributes`` is the largest map of a span and the same for every span of a service)."""
 
+_SPAN_COUNTS = """
+SELECT trace_id, count() AS stored
+FROM {db}.spans
+WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+GROUP BY trace_id
+"""
+"""Rows stored per trace *before* deduplication (no FINAL): reads only the key columns."""
+
 _REQUEST_FIELDS = ", ".join(
     [
         "lower(hex(trace_id)) AS trace_hex",
@@ -76,27 +86,37 @@ _REQUEST_FIELDS = ", ".join(
 def spans_arrow(rows: Sequence[SpanRow]) -> pa.Table:
     """The rows as an Arrow table with :data:`SPAN_COLUMNS`, typed like the ``spans`` table.
 
-    One pass per column over the rows; pyarrow builds each column in C (maps from the dicts as
-    they are), so an insert costs no per-value Python serialisation."""
-    return pa.Table.from_arrays(
-        [
-            pa.array([r.project for r in rows], _STRING),
-            pa.array([r.trace_id for r in rows], _TRACE_ID),
-            pa.array([r.span_id for r in rows], _SPAN_ID),
-            pa.array([r.parent_span_id for r in rows], _SPAN_ID),
-            pa.array([r.service for r in rows], _STRING),
-            pa.array([r.name for r in rows], _STRING),
-            pa.array([r.span_kind for r in rows], _STRING),
-            pa.array([r.kind for r in rows], _STRING),
-            pa.array([r.start_ns for r in rows], _TIME_NS),
-            pa.array([r.duration_ns for r in rows], pa.int64()),
-            pa.array([r.status_code for r in rows], pa.uint8()),
-            pa.array([r.status_message for r in rows], _STRING),
-            pa.array([r.attributes for r in rows], _MAP),
-            pa.array([r.resource_attributes for r in rows], _MAP),
-        ],
-        names=list(SPAN_COLUMNS),
-    )
+    The rows are turned into columns in C (``attrgetter`` then ``zip``) and pyarrow builds each
+    column in C (maps from the dicts as they are), so an insert costs no per-value Python work."""
+    columns = list(zip(*map(_SPAN_FIELDS, rows), strict=True)) or [()] * len(SPAN_COLUMNS)
+    arrays = [
+        _map_array(values) if kind is _MAP else pa.array(values, kind)
+        for values, kind in zip(columns, _SPAN_TYPES, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, names=list(SPAN_COLUMNS))
+
+
+def _map_array(dicts: Sequence[dict[str, str]]) -> pa.MapArray:
+    """A map column from its flat keys, values and offsets (half the cost of converting dicts)."""
+    offsets = pa.array([0, *itertools.accumulate(map(len, dicts))], pa.int32())
+    keys = pa.array(list(itertools.chain.from_iterable(dicts)), _STRING)
+    values = pa.array(list(itertools.chain.from_iterable(map(dict.values, dicts))), _STRING)
+    return pa.MapArray.from_arrays(offsets, keys, values, type=_MAP)
+
+
+_ROW_FIELD: Final = {"start_time": "start_ns"}
+"""SpanRow field of a ``spans`` column, where the names differ."""
+
+
+def requests_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Request rows (dicts keyed by :data:`REQUEST_COLUMNS`) as an Arrow table typed like the
+    ``requests`` table; ``start_time`` in ns, ``computed_at`` in µs, as the row dicts hold them."""
+    columns = list(zip(*map(_REQUEST_ITEMS, rows), strict=True)) or [()] * len(REQUEST_COLUMNS)
+    arrays = [
+        _map_array(values) if kind is _MAP else pa.array(values, kind)
+        for values, kind in zip(columns, _REQUEST_TYPES, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, names=list(REQUEST_COLUMNS))
 
 
 _STRING: Final = pa.string()
@@ -104,6 +124,38 @@ _TRACE_ID: Final = pa.binary(16)
 _SPAN_ID: Final = pa.binary(8)
 _TIME_NS: Final = pa.timestamp("ns", tz="UTC")
 _MAP: Final = pa.map_(pa.string(), pa.string())
+_SPAN_FIELDS: Final = operator.attrgetter(*(_ROW_FIELD.get(column, column) for column in SPAN_COLUMNS))
+_REQUEST_ITEMS: Final = operator.itemgetter(*REQUEST_COLUMNS)
+_REQUEST_TYPE_OF: Final[dict[str, pa.DataType]] = {
+    "trace_id": _TRACE_ID,
+    "start_time": _TIME_NS,
+    "status_error": pa.uint8(),
+    "provenance": _MAP,
+    "inconsistent": pa.uint8(),
+    "decode_tokens_per_second": pa.float64(),
+    "model_calls": pa.uint16(),
+    "span_count": pa.uint32(),
+    "computed_at": pa.timestamp("us"),
+    **dict.fromkeys(("project", "service", "name", "model", "provider"), _STRING),
+}
+_REQUEST_TYPES: Final = tuple(_REQUEST_TYPE_OF.get(column, pa.int64()) for column in REQUEST_COLUMNS)
+"""Every other column is an integer count of ns or tokens (``Int64``, some Nullable)."""
+_SPAN_TYPES: Final = (
+    _STRING,  # project
+    _TRACE_ID,
+    _SPAN_ID,
+    _SPAN_ID,  # parent_span_id
+    _STRING,  # service
+    _STRING,  # name
+    _STRING,  # span_kind
+    _STRING,  # kind
+    _TIME_NS,  # start_time
+    pa.int64(),  # duration_ns
+    pa.uint8(),  # status_code
+    _STRING,  # status_message
+    _MAP,  # attributes
+    _MAP,  # resource_attributes
+)
 
 
 class Store:
@@ -231,10 +283,28 @@ class Store:
         rows = self.query(select.format(db=self.database), {"project": project, "trace_ids": ids})
         return [SpanRow(**row) for row in rows]
 
+    def stored_span_counts(
+        self, trace_ids: Iterable[bytes], project: str = DEFAULT_PROJECT
+    ) -> dict[bytes, int]:
+        """Rows stored per trace, duplicates not yet merged counted too (traces with none are absent).
+
+        Only the primary-key columns are read, so this costs a fraction of :meth:`spans_of_traces`;
+        the writer uses it to tell traces it holds whole in memory from traces it must read back."""
+        ids = sorted(set(trace_ids))
+        if not ids:
+            return {}
+        rows = self.query(_SPAN_COUNTS.format(db=self.database), {"project": project, "trace_ids": ids})
+        return {row["trace_id"]: int(row["stored"]) for row in rows}
+
     # --- requests -----------------------------------------------------------------------------------
     def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Write request rows; a newer ``computed_at`` replaces an older row of the same trace."""
-        self.insert("requests", [[row[c] for c in REQUEST_COLUMNS] for row in rows], REQUEST_COLUMNS)
+        """Write request rows (one Arrow insert); a newer ``computed_at`` replaces an older row of
+        the same trace."""
+        if not rows:
+            return
+        table = requests_arrow(rows)
+        with self._guard("inserting into requests") as client:
+            client.insert_arrow(f"{self.database}.requests", table)
 
     def list_requests(
         self,

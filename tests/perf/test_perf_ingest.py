@@ -1,7 +1,8 @@
 """What keeps the collector's write path cheap: one writer flush is one Arrow insert of spans, one
-read-back of only the columns request rows need, and one insert of request rows — however many
-exports the flush gathers. Checked against the real embedded ClickHouse through a client that
-counts the calls it passes on."""
+count of stored rows per trace (key columns only), and one insert of request rows — however many
+exports the flush gathers; only traces with spans stored before the batch are read back, in one
+query of only the columns request rows need. Checked against the real embedded ClickHouse through
+a client that counts the calls it passes on."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def counting_store(make_settings: Callable[..., Settings]) -> tuple[Store, Count
     return Store(plain.settings, client=cast(Client, counting)), counting
 
 
-def test_perf_one_flush_is_one_arrow_insert_one_lean_read_one_request_insert(
+def test_perf_one_flush_is_one_arrow_insert_one_count_one_request_insert(
     make_settings: Callable[..., Settings],
 ) -> None:
     store, client = counting_store(make_settings)
@@ -90,11 +91,31 @@ def test_perf_one_flush_is_one_arrow_insert_one_lean_read_one_request_insert(
 
     kinds = [(kind, target if kind != "query" else "query") for kind, target in client.calls]
     db = store.database
-    assert kinds == [("insert_arrow", f"{db}.spans"), ("query", "query"), ("insert", f"{db}.requests")]
-    read_back = client.calls[1][1]
-    assert "resource_attributes" not in read_back and "status_message" not in read_back
+    assert kinds == [("insert_arrow", f"{db}.spans"), ("query", "query"), ("insert_arrow", f"{db}.requests")]
+    count = client.calls[1][1]
+    assert "count()" in count and "attributes" not in count and "FINAL" not in count
     rows = store.query(f"SELECT count() AS n, sum(queue_ns) AS queue FROM {db}.requests FINAL")
     assert rows == [{"n": 3, "queue": 3 * 50 * MS}]  # each request: 50 ms reported queue
+
+
+def test_perf_only_traces_with_earlier_spans_are_read_back(make_settings: Callable[..., Settings]) -> None:
+    """A late span of trace 1 next to the whole new trace 2: the read-back asks for trace 1 only,
+    and lean (no resource attributes, no status message)."""
+    store, client = counting_store(make_settings)
+    base = time.time_ns() - 3600 * 1000 * MS
+    first, late_call = trace_rows(1, base)
+    ingestor = Ingestor(store)
+    ingestor.ingest([first])
+    client.calls.clear()
+
+    assert ingestor.ingest([late_call, *trace_rows(2, base)]) == 2
+    queries = [target for kind, target in client.calls if kind == "query"]
+    assert len(queries) == 2  # the count, then the read-back of trace 1
+    read_back = queries[1]
+    assert "resource_attributes" not in read_back and "status_message" not in read_back
+    db = store.database
+    rows = store.query(f"SELECT hex(trace_id) AS t, span_count FROM {db}.requests FINAL ORDER BY t")
+    assert rows == [{"t": f"{1:032X}", "span_count": 2}, {"t": f"{2:032X}", "span_count": 2}]
 
 
 def test_perf_arrow_insert_keeps_every_column(make_settings: Callable[..., Settings]) -> None:

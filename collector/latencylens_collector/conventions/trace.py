@@ -50,7 +50,10 @@ def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
             matched = server_of.get(row.span_id)
             if matched is not None:
                 attributes = _with_server_timing(attributes, matched)
-            resolved.append(dataclasses.replace(row, attributes=attributes))
+            # Our SDK's spans are canonical already: keep the row rather than copy it.
+            resolved.append(
+                row if attributes == row.attributes else dataclasses.replace(row, attributes=attributes)
+            )
         else:
             resolved.append(row)
     return resolved

@@ -23,9 +23,11 @@ def parse_int(value: str | None) -> int | None:
 def first_int(attributes: Mapping[str, str], *keys: str) -> int | None:
     """The first of ``keys`` holding an integer."""
     for key in keys:
-        value = parse_int(attributes.get(key))
-        if value is not None:
-            return value
+        text = attributes.get(key)
+        if text:  # most keys are absent: no call for them
+            value = parse_int(text)
+            if value is not None:
+                return value
     return None
 
 
@@ -45,9 +47,11 @@ def seconds_to_ns(value: str | None) -> int | None:
 def first_seconds_ns(attributes: Mapping[str, str], *keys: str) -> int | None:
     """The first of ``keys`` holding a duration in seconds, as ns."""
     for key in keys:
-        value = seconds_to_ns(attributes.get(key))
-        if value is not None:
-            return value
+        text = attributes.get(key)
+        if text:
+            value = seconds_to_ns(text)
+            if value is not None:
+                return value
     return None
 
 
@@ -62,4 +66,8 @@ def first_text(attributes: Mapping[str, str], *keys: str) -> str:
 
 def is_true(attributes: Mapping[str, str], *keys: str) -> bool:
     """Whether any of ``keys`` is a true boolean (stored as ``true``)."""
-    return any(attributes.get(key, "").lower() == "true" for key in keys)
+    for key in keys:
+        value = attributes.get(key)
+        if value and value.lower() == "true":
+            return True
+    return False

@@ -11,8 +11,8 @@ import logging
 import zlib
 from typing import Final
 
+import anyio
 from fastapi import APIRouter, Request, Response
-from fastapi.concurrency import run_in_threadpool
 
 from latencylens_collector import metrics, otlp
 from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, ProjectDep, SettingsDep
@@ -32,6 +32,18 @@ _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _INTERNAL, _UNAVAILABLE = 3, 8, 13, 14
 QUEUE_FULL_RETRY_AFTER_SECONDS: Final = 1
 """A full queue drains within a flush or two: retry soon."""
 PROTOCOL: Final = "http"
+DECODE_THREADS: Final = 2
+"""Exports decoded at once. Decoding is Python holding the GIL, so more threads add no speed;
+they only take the GIL from the single writer thread, which is what bounds ingest throughput."""
+
+
+def _limiter(request: Request) -> anyio.CapacityLimiter:
+    """The app's decode limiter, made on first use inside its event loop (as anyio requires)."""
+    state = request.app.state
+    limiter: anyio.CapacityLimiter | None = getattr(state, "decode_limiter", None)
+    if limiter is None:
+        limiter = state.decode_limiter = anyio.CapacityLimiter(DECODE_THREADS)
+    return limiter
 
 
 class _Rejected(Exception):
@@ -69,7 +81,9 @@ async def export_traces(request: Request, settings: SettingsDep, project: Projec
     limits = otlp.Limits(max_attribute_bytes=settings.max_attribute_bytes, now_ns=clock())
     try:
         body = await _read_body(request, settings.max_body_bytes)
-        batch = await run_in_threadpool(otlp.decode, body, as_json, project, limits)
+        batch = await anyio.to_thread.run_sync(
+            otlp.decode, body, as_json, project, limits, limiter=_limiter(request)
+        )
         count_received(batch, PROTOCOL)
         if batch.spans:
             await asyncio.wrap_future(pipeline.submit(batch.spans))
