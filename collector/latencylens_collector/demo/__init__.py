@@ -64,6 +64,7 @@ def main(args: argparse.Namespace) -> int:
     render_slow_table(requests[:10], console)
     console.print()
     console.print("Where to look:")
+    console.print(f"  {url}/                            the web UI: requests, waterfalls, overview, SLOs")
     console.print(f"  {url}/api/requests              slowest requests with their breakdown (JSON)")
     console.print(f"  {url}/api/requests/<trace_id>   one request: breakdown and span tree")
     console.print(f"  {url}/docs                      the API (OpenAPI)")
