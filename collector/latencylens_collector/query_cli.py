@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from latencylens._config import API_KEY_ENV as ENV_API_KEY
@@ -122,8 +122,8 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
     return {"service": args.service, "route": args.route, "model": args.model, "provider": args.provider}
 
 
-def _explain(args: argparse.Namespace) -> int:
-    body = fetch(args, f"/api/requests/{args.trace_id}", {})
+def _show(args: argparse.Namespace, body: Any, render: Callable[[Any, Any], None]) -> int:
+    """Print a fetched response as JSON (``--json``) or with its rich renderer; 1 if the fetch failed."""
     if body is None:
         return 1
     if args.json:
@@ -131,22 +131,19 @@ def _explain(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
 
-    render_explanation(body, Console())
+    render(body, Console())
     return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    body = fetch(args, f"/api/requests/{args.trace_id}", {})
+    return _show(args, body, render_explanation)
 
 
 def _stats(args: argparse.Namespace) -> int:
     params = {"since": when(args.since), "until": when(args.until), "by": args.by, "bucket": args.bucket}
     body = fetch(args, "/api/stats", {**params, **_filters(args)})
-    if body is None:
-        return 1
-    if args.json:
-        print(json.dumps(body, indent=2))
-        return 0
-    from rich.console import Console
-
-    render_stats(body, Console())
-    return 0
+    return _show(args, body, render_stats)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -160,15 +157,7 @@ def _compare(args: argparse.Namespace) -> int:
         "by": args.by or None,
     }
     body = fetch(args, "/api/compare", {**params, **_filters(args)})
-    if body is None:
-        return 1
-    if args.json:
-        print(json.dumps(body, indent=2))
-        return 0
-    from rich.console import Console
-
-    render_compare(body, Console())
-    return 0
+    return _show(args, body, render_compare)
 
 
 def ms(ns: int | None) -> str:
