@@ -11,7 +11,8 @@ every table ``T`` of the migrations becomes
 The service reads and writes ``T`` whichever the topology, so queries need no change. Column
 changes (``ALTER TABLE ... ADD/DROP/MODIFY/RENAME/COMMENT COLUMN``) go to both tables, except
 codec changes; other ``ALTER``s (TTL, settings, indexes, codecs) to the local one; materialized
-views read and write local tables. Any other statement is refused for a cluster, so a migration
+views read and write local tables; ``INSERT … SELECT`` (a backfill) runs once, through the
+Distributed tables. Any other statement is refused for a cluster, so a migration
 nobody taught this module fails loudly instead of creating an unreplicated table.
 """
 
@@ -31,6 +32,7 @@ _ORDER_BY = re.compile(r"\bORDER BY (.+?)\s*(?:\n|$)")
 _ALTER_TABLE = re.compile(r"^ALTER TABLE (\w+)\.(\w+)\s+(.*)$", re.DOTALL)
 _COLUMN_ACTION = re.compile(r"^(ADD|DROP|MODIFY|RENAME|COMMENT|CLEAR) COLUMN\b", re.IGNORECASE)
 _CREATE_VIEW = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\.(\w+)\s+(.*)$", re.DOTALL)
+_INSERT_SELECT = re.compile(r"^INSERT INTO \w+\.\w+\s.*\bSELECT\b", re.DOTALL)
 
 
 @dataclass
@@ -66,6 +68,8 @@ def render(statement: str, topology: Topology) -> list[str]:
         body = _local_references(match.group(3), match.group(1), topology)
         view = f"{match.group(1)}.{match.group(2)}{topology.on_cluster}"
         return [f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view} {body}"]
+    if _INSERT_SELECT.match(sql):
+        return [sql]
     raise ValueError(f"cannot render this statement for cluster {topology.cluster}: {sql[:120]!r}")
 
 
@@ -122,15 +126,16 @@ def _local_references(body: str, database: str, topology: Topology) -> str:
 
 
 # --- retention -----------------------------------------------------------------------------------
-def ttl_expression(days: int) -> str | None:
-    """The TTL of a table kept ``days`` days, as ClickHouse prints it back; None keeps rows forever."""
-    return f"toDateTime(start_time) + toIntervalDay({days})" if days > 0 else None
+def ttl_expression(days: int, column: str = "start_time") -> str | None:
+    """The TTL of a table kept ``days`` days after ``column``, as ClickHouse prints it back; None
+    keeps rows forever."""
+    return f"toDateTime({column}) + toIntervalDay({days})" if days > 0 else None
 
 
-def retention_statement(table: str, days: int, topology: Topology) -> str:
+def retention_statement(table: str, days: int, topology: Topology, column: str = "start_time") -> str:
     """``MODIFY TTL`` (or ``REMOVE TTL`` for 0 days) on the table that holds ``table``'s data."""
     target = f"{topology.database}.{topology.local(table)}{topology.on_cluster}"
-    expression = ttl_expression(days)
+    expression = ttl_expression(days, column)
     if expression is None:
         return f"ALTER TABLE {target} REMOVE TTL"
     return f"ALTER TABLE {target} MODIFY TTL {expression}"

@@ -28,8 +28,15 @@ if TYPE_CHECKING:
 _FILE_NAME = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
 DATABASE_PLACEHOLDER = "{database}"
-RETAINED_TABLES = ("spans", "requests")
-"""Tables whose rows expire after the configured retention (both have ``start_time``)."""
+RETAINED_TABLES: dict[str, tuple[str, str]] = {
+    "spans": ("spans_retention_days", "start_time"),
+    "requests": ("requests_retention_days", "start_time"),
+    "requests_touched": ("requests_retention_days", "hour"),
+    "requests_rollup": ("requests_retention_days", "hour"),
+    "requests_rollup_builds": ("requests_retention_days", "hour"),
+}
+"""Table → (the setting giving its retention in days, the time column it expires by). The hourly
+rollups live as long as the request rows they summarize."""
 
 
 @dataclass(frozen=True)
@@ -119,16 +126,16 @@ def apply_retention(store: Store, topology: Topology) -> list[str]:
     """Set, change or remove each table's TTL to match the settings; returns the statements run.
 
     Changing a TTL makes ClickHouse re-evaluate existing parts in the background."""
-    days = {"spans": store.settings.spans_retention_days, "requests": store.settings.requests_retention_days}
     run = []
-    for table in RETAINED_TABLES:
+    for table, (setting, column) in RETAINED_TABLES.items():
+        days: int = getattr(store.settings, setting)
         rows = store.query(
             "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {name:String}",
             {"db": store.database, "name": topology.local(table)},
         )
-        if not rows or current_ttl(str(rows[0]["engine_full"])) == ttl_expression(days[table]):
+        if not rows or current_ttl(str(rows[0]["engine_full"])) == ttl_expression(days, column):
             continue
-        statement = retention_statement(table, days[table], topology)
+        statement = retention_statement(table, days, topology, column)
         store.command(statement)
         run.append(statement)
     return run

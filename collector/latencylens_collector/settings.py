@@ -38,6 +38,9 @@ ENV_SLO_FILE: Final = "LATENCYLENS_SLO_FILE"
 """YAML file of SLO definitions loaded (upserted) at start-up."""
 ENV_SLO_EVAL_INTERVAL_S: Final = "LATENCYLENS_SLO_EVAL_INTERVAL_S"
 """Seconds between SLO evaluations; 0 turns the in-service scheduler off."""
+ENV_ROLLUP_INTERVAL_S: Final = "LATENCYLENS_ROLLUP_INTERVAL_S"
+"""Seconds between refreshes of the hourly rollup; 0 turns them off (queries then read rows)."""
+ENV_ROLLUP_SETTLE_S: Final = "LATENCYLENS_ROLLUP_SETTLE_S"
 ENV_SLO_WEBHOOK_URLS: Final = "LATENCYLENS_SLO_WEBHOOK_URLS"
 """Comma-separated URLs that receive SLO alerts as generic JSON."""
 ENV_SLO_SLACK_WEBHOOK_URLS: Final = "LATENCYLENS_SLO_SLACK_WEBHOOK_URLS"
@@ -66,6 +69,10 @@ DEFAULT_MAX_ATTRIBUTE_BYTES: Final = 64 * 1024
 SPOOL_OFF: Final = "off"
 DEFAULT_METADATA_FILE: Final = Path(".latencylens") / "metadata.db"
 DEFAULT_SLO_EVAL_INTERVAL_S: Final = 60
+DEFAULT_ROLLUP_INTERVAL_S: Final = 60
+DEFAULT_ROLLUP_SETTLE_S: Final = 30
+"""An hour is rolled up only once no row has been inserted into it for this long (inserts in
+flight when a build starts must have committed): see :mod:`latencylens_collector.rollup`."""
 DEFAULT_RETENTION_DAYS: Final = 0
 """Keep data forever unless a retention is configured (existing data is never dropped by an upgrade)."""
 
@@ -117,6 +124,8 @@ class Settings:
         metadata_url: str | None = None,
         slo_file: str | None = None,
         slo_eval_interval_s: int | None = None,
+        rollup_interval_s: int | None = None,
+        rollup_settle_s: int | None = None,
         slo_webhook_urls: str | None = None,
         slo_slack_webhook_urls: str | None = None,
         public_url: str | None = None,
@@ -169,6 +178,15 @@ class Settings:
             env.get(ENV_SLO_EVAL_INTERVAL_S),
             DEFAULT_SLO_EVAL_INTERVAL_S,
             ENV_SLO_EVAL_INTERVAL_S,
+        )
+        self.rollup_interval_s: int = _int(
+            rollup_interval_s,
+            env.get(ENV_ROLLUP_INTERVAL_S),
+            DEFAULT_ROLLUP_INTERVAL_S,
+            ENV_ROLLUP_INTERVAL_S,
+        )
+        self.rollup_settle_s: int = _int(
+            rollup_settle_s, env.get(ENV_ROLLUP_SETTLE_S), DEFAULT_ROLLUP_SETTLE_S, ENV_ROLLUP_SETTLE_S
         )
         self.slo_webhook_urls: tuple[str, ...] = _urls(_pick(slo_webhook_urls, env.get(ENV_SLO_WEBHOOK_URLS)))
         self.slo_slack_webhook_urls: tuple[str, ...] = _urls(

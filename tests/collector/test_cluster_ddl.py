@@ -65,7 +65,14 @@ def test_cluster_tables_are_replicated_locals_behind_distributed_fronts() -> Non
 
 def test_every_migration_renders_for_a_cluster() -> None:
     """A migration the cluster renderer cannot handle fails here, not on someone's cluster."""
-    assert rendered(Topology("latencylens", "main"))
+    statements = rendered(Topology("latencylens", "main"))
+    # The rollup's view reads and feeds local tables; its backfill runs once, through the fronts.
+    view = next(s for s in statements if "requests_touched_mv" in s)
+    assert "TO latencylens.requests_touched_local AS" in view
+    assert "FROM latencylens.requests_local" in view
+    backfill = next(s for s in statements if s.startswith("INSERT INTO"))
+    assert backfill.startswith("INSERT INTO latencylens.requests_touched\nSELECT")
+    assert "FROM latencylens.requests\n" in backfill
 
 
 def test_alters_views_and_unknown_statements_on_a_cluster() -> None:
@@ -136,12 +143,16 @@ def test_retention_is_applied_changed_and_removed(make_settings: Callable[..., S
     apply_migrations(store)
     assert _ttl(store, "spans") == "toDateTime(start_time) + toIntervalDay(30)"
     assert _ttl(store, "requests") == "toDateTime(start_time) + toIntervalDay(90)"
+    # The hourly rollup lives as long as the request rows it summarizes.
+    for table in ("requests_rollup", "requests_rollup_builds", "requests_touched"):
+        assert _ttl(store, table) == "toDateTime(hour) + toIntervalDay(90)"
     assert apply_retention(store, topology_of(store)) == []  # unchanged: nothing to do
 
     changed = Store(Settings(**{**_same(settings), "spans_retention_days": 7, "requests_retention_days": 0}))
     assert apply_migrations(changed) == []  # no new migration, only the retention changes
     assert _ttl(changed, "spans") == "toDateTime(start_time) + toIntervalDay(7)"
     assert _ttl(changed, "requests") is None
+    assert _ttl(changed, "requests_rollup") is None
     # Expired rows are dropped when ClickHouse applies the TTL (in background merges; forced here
     # by OPTIMIZE): an 8-day-old span (trace "1") goes, a fresh one ("2") stays.
     store.command(

@@ -1,4 +1,5 @@
-"""Start and stop the ingest side of the service with the app: writer (spool replay) and gRPC."""
+"""Start and stop the ingest side of the service with the app: writer (spool replay), gRPC, and
+the hourly rollup's refresher."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi import FastAPI
 from latencylens_collector.api.deps import app_key_store
 from latencylens_collector.ingest import Clock
 from latencylens_collector.pipeline.service import Pipeline
+from latencylens_collector.rollup import RollupRefresher
 from latencylens_collector.settings import Settings
 
 _log = logging.getLogger(__name__)
@@ -32,6 +34,8 @@ def start_intake(app: FastAPI) -> None:
     if 0 < young < GC_YOUNG_THRESHOLD:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
     pipeline.start()
+    state.rollup = RollupRefresher(state.store, settings.rollup_interval_s, settings.rollup_settle_s)
+    state.rollup.start()
     state.grpc_server = None
     if not settings.grpc_enabled:
         state.grpc_status = "disabled"
@@ -58,3 +62,6 @@ def stop_intake(app: FastAPI) -> None:
         server.stop()
         state.grpc_server = None
     state.pipeline.stop()
+    refresher = getattr(state, "rollup", None)
+    if refresher is not None:
+        refresher.stop()

@@ -23,9 +23,9 @@ from latencylens_collector.queries._common import (
     Window,
     finite_int,
     group_key,
-    key_select,
     window,
 )
+from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
 from latencylens_collector.queries.stats import METRIC_COLUMNS, METRIC_COMPONENTS
 from latencylens_collector.storage import Store
 
@@ -56,6 +56,7 @@ def compare(
     by: Sequence[str] = (),
     metric: str = "ttft",
     quantile: str = "p95",
+    rollup: RollupUse = "auto",
 ) -> CompareResponse:
     """Compare ``metric``'s ``quantile`` in range A (before) and range B (after)."""
     if metric not in METRIC_COLUMNS:
@@ -68,7 +69,7 @@ def compare(
     )
     names = METRIC_COMPONENTS[metric]
 
-    (a_all, a_groups), (b_all, b_groups) = _sides(store, project, a, b, filters, by, metric, quantile)
+    (a_all, a_groups), (b_all, b_groups) = _sides(store, project, a, b, filters, by, metric, quantile, rollup)
     components = [
         ComponentDelta(
             name=name,
@@ -101,9 +102,11 @@ _Range = tuple[_Side, dict[tuple[str, ...], _Side]]
 """One range's whole and its groups by key."""
 _SIDES: Final = ("a", "b")
 _IN_RANGE: Final = (
-    "start_time >= fromUnixTimestamp64Nano({{{side}_since:Int64}}, 'UTC')"
-    " AND start_time < fromUnixTimestamp64Nano({{{side}_until:Int64}}, 'UTC')"
+    "({column} >= fromUnixTimestamp64Nano({{{side}_since:Int64}}, 'UTC')"
+    " AND {column} < fromUnixTimestamp64Nano({{{side}_until:Int64}}, 'UTC'))"
 )
+"""Whether a row (``start_time``) or a rolled-up hour (``hour``, wholly inside or outside) is in
+a range."""
 
 
 def _sides(
@@ -115,42 +118,57 @@ def _sides(
     by: Sequence[str],
     metric: str,
     quantile: str,
+    rollup: RollupUse = "auto",
 ) -> tuple[_Range, _Range]:
-    """Both ranges, the whole and (with ``by``) each group, in one scan of ``requests FINAL``.
+    """Both ranges, the whole and (with ``by``) each group, in one pass over rolled-up hours and
+    request rows (:mod:`queries._sources`).
 
-    One scan with ``-If`` per range costs less than a scan per range (the FINAL merge and the
-    group keys are paid once; ranges may overlap). ``ROLLUP`` derives the whole by merging the
-    groups' states, cheaper than ``GROUPING SETS``, which aggregates the rows once per set; its
-    intermediate levels (``by`` of two or more fields) are dropped by ``HAVING``.
+    Partial aggregates carry an ``in_a``/``in_b`` flag each and are merged with ``-MergeIf`` per
+    range (ranges may overlap). ``ROLLUP`` derives the whole by merging the groups' states, cheaper
+    than ``GROUPING SETS``, which aggregates once per set; its intermediate levels (``by`` of two
+    or more fields) are dropped by ``HAVING``.
     """
-    column = METRIC_COLUMNS[metric]
-    level = QUANTILES[quantile]
+    index = list(QUANTILES).index(quantile) + 1  # states hold every level: merge them alike
+    levels = ", ".join(str(level) for level in QUANTILES.values())
     names = METRIC_COMPONENTS[metric]
-    measures = []
-    for side in _SIDES:
-        measures += [
-            f"countIf(in_{side}) AS n_{side}",
-            f"quantileBFloat16If({level})({column}, in_{side}) AS value_{side}",
-            *(
-                f"quantileBFloat16If({level})({name}_ns, has_metric AND in_{side}) AS c_{side}_{name}"
-                for name in names
-            ),
-        ]
-    filter_sql, params = filters.sql()
-    params.update(project=project, limit=MAX_GROUPS + 2)
+    has_metric = {"e2e": "1", "ttft": "has_ttft", "itl": "has_itl"}[metric]
+    source = plan(store, project, [a, b], by, filters, rollup=rollup)
+    extras = [
+        Extra(
+            f"in_{side}",
+            _IN_RANGE.format(side=side, column="start_time"),
+            _IN_RANGE.format(side=side, column="hour"),
+        )
+        for side in _SIDES
+    ]
+    inner, params = union_sql(
+        store,
+        project,
+        source,
+        fields=by,
+        filters=filters,
+        extras=extras,
+        metrics=(metric, *names),
+        sums=False,
+    )
+    params["limit"] = MAX_GROUPS + 2
     for side, span in zip(_SIDES, (a, b), strict=True):
         params.update({f"{side}_since": span.since_ns, f"{side}_until": span.until_ns})
-    ranges = "".join(f"({_IN_RANGE.format(side=side)}) AS in_{side}, " for side in _SIDES)
-    ranges += f"{column} IS NOT NULL AS has_metric"
+    measures = []
+    for side in _SIDES:
+        merge = f"quantilesBFloat16MergeIf({levels})"
+        measures += [
+            f"sumIf(requests, in_{side}) AS n_{side}",
+            f"{merge}(q_{metric}, in_{side})[{index}] AS value_{side}",
+            *(f"{merge}(q_{name}, {has_metric} AND in_{side})[{index}] AS c_{side}_{name}" for name in names),
+        ]
     keys = ", ".join(f"k_{field}" for field in by)
     whole_mask = (1 << len(by)) - 1
     rolled = f"grouping({keys}) AS rolled, " if by else "0 AS rolled, "
     group_sql = f"GROUP BY ROLLUP({keys}) HAVING rolled IN (0, {whole_mask})" if by else ""
     sql = (
-        f"WITH {ranges} SELECT {key_select(by)}{rolled}{', '.join(measures)} "
-        f"FROM {store.database}.requests FINAL "
-        f"WHERE project = {{project:String}} AND (in_a OR in_b){filter_sql} "
-        f"{group_sql} LIMIT {{limit:UInt32}}"
+        f"SELECT {''.join(f'k_{field}, ' for field in by)}{rolled}{', '.join(measures)} "
+        f"FROM ({inner}) {group_sql} LIMIT {{limit:UInt32}}"
     )
     rows = store.query(sql, params)
     if len(rows) > MAX_GROUPS + 1:

@@ -4,7 +4,8 @@ Percentiles are computed in ClickHouse with ``quantilesBFloat16``: deterministic
 bounded memory whatever the range (one counter per distinct 16-bit value), and on 1 M requests ×
 11 metrics about twice as fast as ``quantilesTDigest`` and 1.5× faster than the exact variants
 (docs/queries.md has the figures). Its cost is precision: values keep 8 significant bits, so a
-reported percentile is at most 0.8 % below the true sample percentile.
+reported percentile is at most 0.8 % below the true sample percentile. Its states merge without
+loss, so whole hours are read from the hourly rollup when one is fresh (:mod:`queries._sources`).
 """
 
 from __future__ import annotations
@@ -26,16 +27,15 @@ from latencylens_collector.queries._common import (
     MAX_GROUPS,
     NO_FILTERS,
     QUANTILES,
-    WINDOW_SQL,
     Filters,
     QueryError,
     Window,
     finite_int,
     from_ns,
     group_key,
-    key_select,
     window,
 )
+from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
 from latencylens_collector.storage import Store
 
 METRIC_COLUMNS: Final = {"e2e": "e2e_ns", "ttft": "ttft_ns", "itl": "itl_ns"}
@@ -52,7 +52,7 @@ BUCKETS: Final = {"1m": 60, "5m": 300, "1h": 3600, "1d": 86_400}
 """Time bucket name → seconds; buckets are aligned on the epoch (so days start at 00:00 UTC)."""
 
 _LEVELS = ", ".join(str(level) for level in QUANTILES.values())
-_Q = f"quantilesBFloat16({_LEVELS})"
+METRICS: Final = ("e2e", "ttft", "itl", *COMPONENTS)
 
 
 def stats(
@@ -65,8 +65,10 @@ def stats(
     filters: Filters = NO_FILTERS,
     by: Sequence[str] = (),
     bucket: str | None = None,
+    rollup: RollupUse = "auto",
 ) -> StatsResponse:
-    """Aggregates of requests started in [since, until) (default: the last 24 h)."""
+    """Aggregates of requests started in [since, until) (default: the last 24 h). The result is
+    the same whichever ``rollup`` use is chosen; only the cost differs."""
     span = window(now, since, until)
     if bucket is not None and bucket not in BUCKETS:
         raise QueryError(f"unknown bucket {bucket!r}; allowed: {', '.join(BUCKETS)}")
@@ -75,7 +77,7 @@ def stats(
         count = -(-(span.until_ns - span.since_ns) // (bucket_s * 1_000_000_000))
         if count > MAX_GROUPS:
             raise QueryError(f"{count} buckets of {bucket}: at most {MAX_GROUPS}; use a coarser bucket")
-    rows = aggregate_rows(store, project, span, filters, by, bucket_s)
+    rows = aggregate_rows(store, project, span, filters, by, bucket_s, rollup=rollup)
     groups = [stats_group(row, by) for row in rows if int(row["n"]) > 0]
     return StatsResponse(
         since=from_ns(span.since_ns), until=from_ns(span.until_ns), by=list(by), bucket=bucket, groups=groups
@@ -89,35 +91,34 @@ def aggregate_rows(
     filters: Filters,
     by: Sequence[str],
     bucket_s: int | None,
+    *,
+    rollup: RollupUse = "auto",
 ) -> list[dict[str, Any]]:
-    """One ClickHouse aggregation over ``requests FINAL``; refuses more than MAX_GROUPS groups."""
-    filter_sql, params = filters.sql()
-    params.update(span.params(), project=project, limit=MAX_GROUPS + 1)
-    group_cols = [f"k_{field}" for field in by]
-    bucket_sql = ""
+    """One aggregation over rolled-up hours and request rows (:mod:`queries._sources`); refuses
+    more than MAX_GROUPS groups."""
+    source = plan(store, project, [span], by, filters, bucket_s=bucket_s, rollup=rollup)
+    extras = []
     if bucket_s is not None:
-        bucket_sql = (
-            "intDiv(toUnixTimestamp(start_time), {bucket_s:UInt32}) * {bucket_s:UInt32} AS bucket_s, "
-        )
-        params["bucket_s"] = bucket_s
-        group_cols.insert(0, "bucket_s")
+        bucket = f"intDiv(toUnixTimestamp({{column}}), {bucket_s}) * {bucket_s}"
+        extras.append(Extra("bucket_s", bucket.format(column="start_time"), bucket.format(column="hour")))
+    inner, params = union_sql(
+        store, project, source, fields=by, filters=filters, extras=extras, metrics=METRICS, sums=True
+    )
+    params["limit"] = MAX_GROUPS + 1
+    group_cols = [e.name for e in extras] + [f"k_{field}" for field in by]
     measures = [
-        f"{_Q}(e2e_ns) AS q_e2e",
-        f"{_Q}(ttft_ns) AS q_ttft",
-        f"{_Q}(itl_ns) AS q_itl",
-        *(f"{_Q}({name}_ns) AS q_{name}" for name in COMPONENTS),
-        "sum(e2e_ns) AS sum_e2e",
-        *(f"sum({name}_ns) AS sum_{name}" for name in COMPONENTS),
-        "avg(decode_tokens_per_second) AS tps",
+        "sum(requests) AS n",
+        *(f"quantilesBFloat16Merge({_LEVELS})(q_{m}) AS q_{m}" for m in METRICS),
+        *(f"sum(sum_{m}) AS sum_{m}" for m in ("e2e", *COMPONENTS)),
+        "if(sum(tps_count) > 0, sum(tps_sum) / sum(tps_count), NULL) AS tps",
         "sum(input_tokens) AS input_tokens",
-        "sum(cache_read_input_tokens) AS cached_tokens",
+        "sum(cached_tokens) AS cached_tokens",
     ]
     group_sql = f"GROUP BY {', '.join(group_cols)}" if group_cols else ""
     order = ["bucket_s"] if bucket_s is not None else []
     order += ["n DESC", *(f"k_{field}" for field in by)]
     sql = (
-        f"SELECT {key_select(by)}{bucket_sql}count() AS n, {', '.join(measures)} "
-        f"FROM {store.database}.requests FINAL WHERE {WINDOW_SQL}{filter_sql} "
+        f"SELECT {''.join(c + ', ' for c in group_cols)}{', '.join(measures)} FROM ({inner}) "
         f"{group_sql} ORDER BY {', '.join(order)} LIMIT {{limit:UInt32}}"
     )
     rows = store.query(sql, params)

@@ -1,0 +1,203 @@
+"""Hourly pre-aggregates of request rows, so stats and compare merge hundreds of rows, not millions.
+
+``requests_rollup`` holds, per project, hour and *grouping* (a set of at most two of the dimensions
+service, route, model, provider), the request count, sums and ``quantilesBFloat16`` states of every
+metric. The states merge without loss, so percentiles read from the rollup equal those computed
+over the request rows (tests/queries/test_rollup.py checks it, query by query).
+
+When a rollup may be trusted, with request rows rewritten whenever late spans arrive: the
+materialized view ``requests_touched_mv`` records when rows were last inserted into each (project,
+hour), whatever inserted them (the writer, a spool replay, a backfill). A build of an hour starts
+only once that hour has been quiet for ``settle`` seconds, reads ``requests FINAL`` and records
+``covers_until`` = its start − ``settle``. Readers use an hour's rollup only while no insert into
+that hour is newer than ``covers_until``; otherwise the hour is read from the rows, and the next
+refresh rebuilds it. ``settle`` bounds how long an insert may take from stamping its time to
+committing, so an insert the build could not see always makes the hour stale.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Final
+
+from opentelemetry import context as otel_context
+
+from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.storage import Store
+
+_log = logging.getLogger(__name__)
+
+NS_PER_S: Final = 1_000_000_000
+HOUR_S: Final = 3600
+FIELD_BITS: Final = {"service": 8, "route": 4, "model": 2, "provider": 1}
+"""Dimension → its bit in ``requests_rollup.kept`` (same order as the GROUP BY of a build)."""
+FIELD_COLUMNS: Final = {"service": "service", "route": "name", "model": "model", "provider": "provider"}
+MAX_KEPT_FIELDS: Final = 2
+"""Groupings of up to two dimensions are built: 11 per hour. Finer ones would hold about as many
+rows as there are requests per hour on most deployments, where merging states costs more than
+reading rows."""
+GROUPINGS: Final = tuple(
+    frozenset(fields) for size in range(MAX_KEPT_FIELDS + 1) for fields in combinations(FIELD_BITS, size)
+)
+METRICS: Final = ("e2e", "ttft", "itl", *COMPONENTS)
+"""Metrics with a percentile state (column ``q_<metric>``); every one but ttft/itl also has ``sum_``."""
+LEVELS: Final = "0.5, 0.9, 0.95, 0.99"
+"""Quantile levels of the stored states; must match the column types of migration 0011."""
+MAX_HOURS_PER_REFRESH: Final = 48
+DISTINCT_VALUES_CAP: Final = 512
+"""A state holds at most about this many distinct values of one latency metric (8 significant
+bits over the four binades most latencies span), however many requests it summarizes."""
+
+
+def kept_mask(fields: Iterable[str]) -> int:
+    """``requests_rollup.kept`` of the grouping that keeps exactly ``fields``."""
+    mask = 0
+    for field in fields:
+        mask |= FIELD_BITS[field]
+    return mask
+
+
+def state_columns(metrics: Iterable[str] = METRICS) -> list[tuple[str, str]]:
+    """(column name, aggregate over request rows) of each metric's percentile state."""
+    return [(f"q_{m}", f"quantilesBFloat16State({LEVELS})({m}_ns)") for m in metrics]
+
+
+def sum_columns() -> list[tuple[str, str]]:
+    """(column name, aggregate over request rows) of the additive measures."""
+    return [
+        *((f"sum_{m}", f"sum({m}_ns)") for m in ("e2e", *COMPONENTS)),
+        ("tps_sum", "coalesce(sum(decode_tokens_per_second), 0)"),
+        ("tps_count", "count(decode_tokens_per_second)"),
+        ("input_tokens", "sum(input_tokens)"),
+        ("cached_tokens", "sum(cache_read_input_tokens)"),
+    ]
+
+
+_DIMENSIONS = ", ".join(FIELD_COLUMNS.values())
+_GROUPING_SETS = ", ".join(
+    "(" + ", ".join(["project", "hour", "has_ttft", "has_itl", *(FIELD_COLUMNS[f] for f in fields)]) + ")"
+    for fields in GROUPINGS
+)
+_MEASURES = [("requests", "count()"), *state_columns(), *sum_columns()]
+_BUILD_SQL = f"""
+INSERT INTO {{db}}.requests_rollup
+    (project, kept, hour, {_DIMENSIONS}, has_ttft, has_itl, build, {", ".join(n for n, _ in _MEASURES)})
+SELECT project, 15 - grouping({_DIMENSIONS}) AS kept, toStartOfHour(start_time) AS hour, {_DIMENSIONS},
+       ttft_ns IS NOT NULL AS has_ttft, itl_ns IS NOT NULL AS has_itl, {{build:UInt64}},
+       {", ".join(expr for _, expr in _MEASURES)}
+FROM {{db}}.requests FINAL
+WHERE project = {{project:String}}
+  AND start_time >= toDateTime({{hour:UInt32}}, 'UTC')
+  AND start_time < toDateTime({{hour:UInt32}} + {HOUR_S}, 'UTC')
+GROUP BY GROUPING SETS ({_GROUPING_SETS})
+"""
+# ``grouping(...)`` sets a bit for each dimension *not* in the grouping set (first argument = 8),
+# so 15 − it is the mask of kept dimensions.
+
+_STALE_SQL = """
+SELECT t.project AS project, toUnixTimestamp(t.hour) AS hour_s
+FROM (SELECT project, hour, max(last_insert) AS last
+      FROM {db}.requests_touched GROUP BY project, hour) AS t
+LEFT JOIN (SELECT project, hour, max(covers_until) AS covers
+           FROM {db}.requests_rollup_builds GROUP BY project, hour) AS b
+  ON t.project = b.project AND t.hour = b.hour
+WHERE t.last >= b.covers AND t.last < fromUnixTimestamp64Micro({quiet_before:Int64}, 'UTC')
+ORDER BY hour_s DESC
+LIMIT {limit:UInt32}
+"""
+# A missing build joins as covers = 1970 (join_use_nulls is off), so never-built hours are stale.
+
+
+_BUILD_RECORD_SQL = f"""
+INSERT INTO {{db}}.requests_rollup_builds (project, hour, build, covers_until, requests, state_values)
+SELECT {{project:String}}, toDateTime({{hour:UInt32}}, 'UTC'), {{build:UInt64}},
+       fromUnixTimestamp64Micro({{covers:Int64}}, 'UTC'), max(n),
+       mapFromArrays(groupArray(kept), groupArray(v))
+FROM (SELECT kept, sum(requests) AS n, sum(least(requests, {DISTINCT_VALUES_CAP})) AS v
+      FROM {{db}}.requests_rollup
+      WHERE project = {{project:String}} AND hour = toDateTime({{hour:UInt32}}, 'UTC')
+        AND build = {{build:UInt64}}
+      GROUP BY kept)
+"""
+# An hour without rows still gets its record (requests 0), so it is not rebuilt at every refresh.
+
+
+@dataclass(frozen=True)
+class Built:
+    project: str
+    hour_s: int
+
+
+def stale_hours(
+    store: Store, now_ns: int, settle_s: float, limit: int = MAX_HOURS_PER_REFRESH
+) -> list[tuple[str, int]]:
+    """(project, hour start in unix seconds) whose rollup is missing or older than their last
+    insert, newest first, counting only hours quiet for ``settle_s``."""
+    quiet_before_us = (now_ns - int(settle_s * NS_PER_S)) // 1000
+    rows = store.query(
+        _STALE_SQL.replace("{db}", store.database), {"quiet_before": quiet_before_us, "limit": limit}
+    )
+    return [(str(row["project"]), int(row["hour_s"])) for row in rows]
+
+
+def build_hour(store: Store, project: str, hour_s: int, settle_s: float, now_ns: int | None = None) -> Built:
+    """Roll up one hour of one project: every grouping in one pass over its rows, then the build
+    record (written last, so readers never pick a build whose rows are not all in)."""
+    started_ns = time.time_ns() if now_ns is None else now_ns
+    build = started_ns
+    params = {"project": project, "hour": hour_s, "build": build}
+    store.command(_BUILD_SQL.replace("{db}", store.database), params)
+    covers_until_us = (started_ns - int(settle_s * NS_PER_S)) // 1000
+    store.command(_BUILD_RECORD_SQL.replace("{db}", store.database), {**params, "covers": covers_until_us})
+    return Built(project, hour_s)
+
+
+def refresh(store: Store, settle_s: float, now_ns: int | None = None) -> list[Built]:
+    """Rebuild every stale hour (up to :data:`MAX_HOURS_PER_REFRESH`, newest first)."""
+    now = time.time_ns() if now_ns is None else now_ns
+    built = []
+    for project, hour_s in stale_hours(store, now, settle_s):
+        built.append(build_hour(store, project, hour_s, settle_s))
+    return built
+
+
+class RollupRefresher:
+    """A daemon thread refreshing the rollup every ``interval_s`` (0 disables it)."""
+
+    def __init__(self, store: Store, interval_s: float, settle_s: float) -> None:
+        self.store = store
+        self.interval_s = interval_s
+        self.settle_s = settle_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.interval_s <= 0:
+            return
+        self._thread = threading.Thread(target=self._run, name="latencylens-rollup", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self._thread = None
+
+    def _run(self) -> None:
+        # The collector's own ClickHouse calls must never be traced (and exported back to itself).
+        otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+        while not self._stop.wait(self.interval_s):
+            if not self.store.migrated:
+                continue
+            try:
+                built = refresh(self.store, self.settle_s)
+            except Exception as exc:  # storage down or busy: the queries read rows meanwhile
+                _log.warning("rollup refresh failed, retrying in %.0f s: %s", self.interval_s, exc)
+                continue
+            if built:
+                _log.info("rolled up %d hour(s)", len(built))

@@ -1,0 +1,244 @@
+"""The hourly rollup: aggregates merged from it equal those computed over the request rows, a late
+row makes its hour fall back to rows until the hour is rebuilt, and the service keeps it fresh.
+
+Every comparison runs the same query twice on the same data, once reading only request rows
+(``rollup="never"``) and once with every fresh hour from the rollup (``"always"``), and asserts the
+plan really read rolled-up hours, so an equality can only hold if merging the stored states is
+lossless and the hours read from each source neither overlap nor leave a gap.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+from queries_data import MS, S, request_row
+
+from latencylens_collector import queries, rollup
+from latencylens_collector.models import StatsResponse
+from latencylens_collector.queries._common import NO_FILTERS, Filters, window
+from latencylens_collector.queries._sources import plan
+from latencylens_collector.storage import Store
+
+HOUR = 3600 * S
+MODELS = ("m1", "m2", "m3")
+
+
+def first_hour() -> int:
+    """Start of the hour five hours ago: four whole closed hours follow, then the open hour."""
+    return (time.time_ns() // HOUR - 5) * HOUR
+
+
+def workload(h0: int) -> list[dict]:
+    """240 requests over four whole hours and the open one: three models on two providers, two
+    services and routes, every component varying, TTFT on two of three, ITL on half."""
+    rows = []
+    for n in range(240):
+        ttft = 40 + n % 37 if n % 3 else None
+        rows.append(
+            request_row(
+                n + 1,
+                h0 + (n % 5) * HOUR + (n * 7919 % 3500) * S,
+                {
+                    "retrieval": n % 11 * 3,
+                    "tool": n % 13 * 5,
+                    "network": 10 + n % 7,
+                    "queue": (n * 31) % 90,
+                    "prefill": 5 + n % 17,
+                    "decode": 100 + (n * 53) % 900,
+                },
+                service=("api", "worker")[n % 2],
+                route=("POST /chat", "POST /agent")[n // 2 % 2],
+                model=MODELS[n % 3],
+                provider="openai" if n % 3 == 2 else "groq",
+                ttft_ms=ttft,
+                itl_ms=2 + n % 9 if n % 2 else None,
+                input_tokens=500 + n,
+                cached=n,
+                tps=None if n % 4 == 0 else 100.0 + n,
+            )
+        )
+    return rows
+
+
+@pytest.fixture
+def loaded(store: Store) -> Store:
+    store.h0 = first_hour()  # type: ignore[attr-defined]
+    store.upsert_requests(workload(store.h0))  # type: ignore[attr-defined]
+    built = rollup.refresh(store, settle_s=0)
+    assert {b.hour_s for b in built} == {(store.h0 + i * HOUR) // S for i in range(5)}  # type: ignore[attr-defined]
+    return store
+
+
+def same_stats(a: StatsResponse, b: StatsResponse) -> None:
+    """Equal, but for the mean decode rate: a sum of sums divides in another order (float)."""
+    assert len(a.groups) == len(b.groups) > 0
+    for left, right in zip(a.groups, b.groups, strict=True):
+        assert left.output_tokens_per_second == pytest.approx(right.output_tokens_per_second)
+        assert left.model_copy(update={"output_tokens_per_second": None}) == right.model_copy(
+            update={"output_tokens_per_second": None}
+        )
+
+
+def rolled_hours(store: Store, since_ns: int, until_ns: int, by: list[str], filters: Filters = NO_FILTERS):
+    now = datetime.now(timezone.utc)
+    span = window(now, str(since_ns / 1e9), str(until_ns / 1e9))
+    return plan(store, "default", [span], by, filters, rollup="always").hours
+
+
+@pytest.mark.parametrize(
+    ("by", "bucket", "filters"),
+    [
+        ([], None, NO_FILTERS),
+        (["model"], None, NO_FILTERS),
+        (["provider", "model"], "1h", NO_FILTERS),
+        (["route"], "1d", Filters(service="worker")),
+        (["service"], None, Filters(model="m2")),
+    ],
+)
+def test_stats_from_the_rollup_equal_stats_from_rows(loaded: Store, by, bucket, filters) -> None:
+    now = datetime.now(timezone.utc)
+    # From the middle of the first hour to the middle of the open one: partial hours at both ends.
+    since, until = loaded.h0 + HOUR // 2, loaded.h0 + 4 * HOUR + HOUR // 2  # type: ignore[attr-defined]
+    args = dict(
+        now=now, since=str(since / 1e9), until=str(until / 1e9), by=by, bucket=bucket, filters=filters
+    )
+    from_rows = queries.stats(loaded, "default", rollup="never", **args)
+    from_rollup = queries.stats(loaded, "default", rollup="always", **args)
+    same_stats(from_rollup, from_rows)
+    assert len(rolled_hours(loaded, since, until, by, filters)) == 3  # hours 1, 2, 3
+    assert sum(g.count for g in from_rows.groups) == len(
+        [r for r in workload(loaded.h0) if since <= r["start_time"] < until and _matches(r, filters)]  # type: ignore[attr-defined]
+    )
+
+
+def _matches(row: dict, filters: Filters) -> bool:
+    wanted = {"service": filters.service, "name": filters.route, "model": filters.model}
+    return all(value is None or row[column] == value for column, value in wanted.items())
+
+
+@pytest.mark.parametrize(("metric", "quantile"), [("ttft", "p95"), ("e2e", "p50"), ("itl", "p90")])
+def test_compare_from_the_rollup_equals_compare_from_rows(loaded: Store, metric: str, quantile: str) -> None:
+    now = datetime.now(timezone.utc)
+    h0 = loaded.h0  # type: ignore[attr-defined]
+    # Overlapping ranges: A = hours 0-2 and half of 3, B = hours 2-4 (the open one partly).
+    ranges = dict(
+        a_since=str(h0 / 1e9),
+        a_until=str((h0 + 3 * HOUR + HOUR // 2) / 1e9),
+        b_since=str((h0 + 2 * HOUR) / 1e9),
+        b_until=str((h0 + 4 * HOUR + 600 * S) / 1e9),
+    )
+    args = dict(now=now, by=["provider", "model"], metric=metric, quantile=quantile, **ranges)
+    from_rows = queries.compare(loaded, "default", rollup="never", **args)
+    from_rollup = queries.compare(loaded, "default", rollup="always", **args)
+    assert from_rollup == from_rows
+    assert from_rows.a.count > 0 and from_rows.b.count > 0
+    a = window(now, ranges["a_since"], ranges["a_until"])
+    b = window(now, ranges["b_since"], ranges["b_until"])
+    used = plan(loaded, "default", [a, b], ["provider", "model"], NO_FILTERS, rollup="always").hours
+    # Hour 3 is cut by A's end and hour 4 by B's: only hours 0, 1 and 2 are wholly in or out of both.
+    assert used == tuple((h0 + i * HOUR) // S for i in range(3))
+
+
+def test_a_late_row_makes_its_hour_read_from_rows_until_rebuilt(loaded: Store) -> None:
+    now = datetime.now(timezone.utc)
+    h0 = loaded.h0  # type: ignore[attr-defined]
+    since, until = h0, h0 + 4 * HOUR
+    args = dict(now=now, since=str(since / 1e9), until=str(until / 1e9), by=["model"])
+    before = queries.stats(loaded, "default", rollup="always", **args)
+    assert len(rolled_hours(loaded, since, until, ["model"])) == 4
+
+    # Request 2 (hour 1, model m2) is recomputed after a late span: its decode grows to 60 s, so
+    # it becomes m2's slowest request and its p99 (nearest rank of 80 values: the 80th) moves.
+    late = request_row(
+        2,
+        h0 + HOUR + 7919 * S % (3500 * S),
+        {"network": 11, "queue": 31, "prefill": 6, "decode": 60_000},
+        model="m2",
+        provider="groq",
+        route="POST /chat",
+        service="worker",
+        input_tokens=501,
+        cached=1,
+        tps=101.0,
+        computed_at_us=time.time_ns() // 1000 + 1_000_000,
+    )
+    late["start_time"] = workload(h0)[1]["start_time"]
+    loaded.upsert_requests([late])
+    assert rolled_hours(loaded, since, until, ["model"]) == tuple((h0 + i * HOUR) // S for i in (0, 2, 3))
+    stale = queries.stats(loaded, "default", rollup="always", **args)
+    same_stats(stale, queries.stats(loaded, "default", rollup="never", **args))
+    m2 = next(g for g in stale.groups if g.key == {"model": "m2"})
+    assert m2.e2e_ns.p99 is not None and m2.e2e_ns.p99 > 59_000 * MS
+    assert stale != before
+
+    assert [(b.project, b.hour_s) for b in rollup.refresh(loaded, settle_s=0)] == [
+        ("default", (h0 + HOUR) // S)
+    ]
+    assert len(rolled_hours(loaded, since, until, ["model"])) == 4
+    same_stats(queries.stats(loaded, "default", rollup="always", **args), stale)
+
+
+def test_only_quiet_hours_are_built_and_only_once(store: Store) -> None:
+    h0 = first_hour()
+    store.upsert_requests(workload(h0))
+    assert rollup.refresh(store, settle_s=3600) == []  # every hour was written just now
+    assert len(rollup.refresh(store, settle_s=0)) == 5
+    assert rollup.refresh(store, settle_s=0) == []  # nothing changed since
+
+
+def test_what_the_rollup_cannot_answer_is_read_from_rows(loaded: Store) -> None:
+    now = datetime.now(timezone.utc)
+    h0 = loaded.h0  # type: ignore[attr-defined]
+    span = window(now, str(h0 / 1e9), str((h0 + 4 * HOUR) / 1e9))
+    # Three dimensions (groupings keep at most two), or buckets finer than an hour.
+    three = plan(loaded, "default", [span], ["service", "route"], Filters(model="m1"), rollup="always")
+    assert not three.rolled_up and three.raw_ranges == ((span.since_ns, span.until_ns),)
+    fine = plan(loaded, "default", [span], ["model"], NO_FILTERS, bucket_s=300, rollup="always")
+    assert not fine.rolled_up
+    # "auto" weighs the cost: 240 requests make states as large as the rows, so rows win.
+    assert not plan(loaded, "default", [span], ["model"], NO_FILTERS).rolled_up
+    same_stats(
+        queries.stats(loaded, "default", now=now, by=["service", "route"], filters=Filters(model="m1")),
+        queries.stats(
+            loaded, "default", now=now, by=["service", "route"], filters=Filters(model="m1"), rollup="never"
+        ),
+    )
+
+
+def test_auto_reads_the_rollup_when_states_summarize_many_requests(store: Store) -> None:
+    """30,000 requests in one hour over three models: each model's states hold at most a few
+    hundred distinct values for 10,000 requests, so merging them beats reading the rows."""
+    h0 = first_hour()
+    store.command(
+        f"INSERT INTO {store.database}.requests (project, trace_id, start_time, e2e_ns, model, decode_ns, "
+        "ttft_ns, computed_at) "
+        "SELECT 'default', toFixedString(reinterpretAsString(number + 1), 16), "
+        "fromUnixTimestamp64Nano(toInt64({h0:Int64} + number * 100000000), 'UTC'), "
+        "100000000 + number * 7919 % 900000000, ['m1', 'm2', 'm3'][number % 3 + 1], "
+        "100000000 + number * 7919 % 900000000, NULL, now64(6) FROM numbers(30000)",
+        {"h0": h0},
+    )
+    assert len(rollup.refresh(store, settle_s=0)) == 1
+    now = datetime.now(timezone.utc)
+    span = window(now, str(h0 / 1e9), str((h0 + HOUR) / 1e9))
+    assert plan(store, "default", [span], ["model"], NO_FILTERS).hours == (h0 // S,)
+    args = dict(now=now, since=str(h0 / 1e9), until=str((h0 + HOUR) / 1e9), by=["model"])
+    auto = queries.stats(store, "default", **args)
+    same_stats(auto, queries.stats(store, "default", rollup="never", **args))
+    assert [g.count for g in auto.groups] == [10_000, 10_000, 10_000]
+
+
+def test_the_service_keeps_the_rollup_fresh(start_collector) -> None:
+    collector = start_collector(rollup_interval_s=1, rollup_settle_s=0)
+    h0 = first_hour()
+    collector.store.upsert_requests(workload(h0))
+    deadline = time.monotonic() + 30
+    built: list[dict] = []
+    while time.monotonic() < deadline and len(built) < 5:
+        time.sleep(0.5)
+        built = collector.store.query(
+            f"SELECT hour FROM {collector.store.database}.requests_rollup_builds FINAL"
+        )
+    assert len(built) == 5
