@@ -6,8 +6,10 @@ are stored or spooled. A full queue is ``RESOURCE_EXHAUSTED`` and unavailable st
 ``UNAVAILABLE``, both with a ``RetryInfo`` trailer so exporters wait before retrying.
 
 The method is registered like ``add_TraceServiceServicer_to_server`` does, with one change: the
-request deserializer repairs strings that are not UTF-8 (the stock one fails the whole call with
-INTERNAL) and turns an undecodable body into INVALID_ARGUMENT with the reason.
+raw body is decoded inside ``Export`` (not by a request deserializer), within
+:meth:`Pipeline.decoding` so the writer waits for its spans rather than flushing without them;
+strings that are not UTF-8 are repaired (the stock deserializer fails the whole call with INTERNAL)
+and an undecodable body is INVALID_ARGUMENT with the reason.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn
+from typing import Final, NoReturn
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
@@ -33,7 +35,14 @@ from latencylens_collector import metrics, otlp
 from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, resolve_project
 from latencylens_collector.auth import KeyStore, Unauthorized
 from latencylens_collector.ingest import Clock
-from latencylens_collector.pipeline import Pipeline, PipelineClosed, QueueFull, WriteFailed, count_received
+from latencylens_collector.pipeline import (
+    Outcome,
+    Pipeline,
+    PipelineClosed,
+    QueueFull,
+    WriteFailed,
+    count_received,
+)
 from latencylens_collector.settings import Settings
 
 _log = logging.getLogger(__name__)
@@ -74,8 +83,21 @@ class TraceReceiver(TraceServiceServicer):
     ) -> None:
         self.pipeline, self.settings, self.clock, self.keys = pipeline, settings, clock, keys
 
-    def Export(self, request: Any, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
-        received: ReceivedExport = request
+    def Export(self, request: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        """``request`` is the raw body; it is decoded and queued here, then the call waits for the
+        writer outside :meth:`Pipeline.decoding` (inside it, the writer would wait for the call)."""
+        with self.pipeline.decoding():
+            batch = self._decode(request, context)
+            written = self._submit(batch, context) if batch.spans else None
+        if written is not None:
+            try:
+                written.result()
+            except WriteFailed as exc:
+                _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
+        return otlp.export_response(batch)
+
+    def _decode(self, body: bytes, context: grpc.ServicerContext) -> otlp.DecodedBatch:
+        received = deserialize(body)
         if received.request is None:
             metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="bad_request").inc()
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, received.error)
@@ -90,16 +112,15 @@ class TraceReceiver(TraceServiceServicer):
         limits = otlp.Limits(max_attribute_bytes=self.settings.max_attribute_bytes, now_ns=self.clock())
         batch = otlp.flatten(received.request, project=project, limits=limits, warnings=received.warnings)
         count_received(batch, PROTOCOL)
-        if batch.spans:
-            try:
-                self.pipeline.submit(batch.spans).result()
-            except QueueFull as exc:
-                _refuse(
-                    context, "queue_full", grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), QUEUE_FULL_RETRY_S
-                )
-            except (PipelineClosed, WriteFailed) as exc:
-                _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
-        return otlp.export_response(batch)
+        return batch
+
+    def _submit(self, batch: otlp.DecodedBatch, context: grpc.ServicerContext) -> Future[Outcome]:
+        try:
+            return self.pipeline.submit(batch.spans)
+        except QueueFull as exc:
+            _refuse(context, "queue_full", grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), QUEUE_FULL_RETRY_S)
+        except PipelineClosed as exc:
+            _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
 
 
 def _refuse(
@@ -121,10 +142,10 @@ def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -
 
 
 def add_receiver_to_server(receiver: TraceReceiver, server: grpc.Server) -> None:
-    """Register ``Export`` under the official service name with the repairing deserializer."""
+    """Register ``Export`` under the official service name, taking the raw body."""
     handler = grpc.unary_unary_rpc_method_handler(
         receiver.Export,
-        request_deserializer=deserialize,
+        request_deserializer=None,  # the raw body: Export decodes it
         response_serializer=ExportTraceServiceResponse.SerializeToString,
     )
     server.add_generic_rpc_handlers(

@@ -116,5 +116,3 @@ class KeyStore:
 
 def _view(record: ApiKeyRecord) -> ApiKey:
     return ApiKey(record.key_id, record.project, record.name, record.created_at_ns, record.revoked_at_ns)
-
-

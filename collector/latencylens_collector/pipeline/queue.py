@@ -4,6 +4,10 @@ A receiver puts one :class:`Ticket` per export request and waits on its future; 
 tickets in batches bounded by size and by how long the oldest has waited. When the queue is full
 ``put`` refuses at once, so the receiver can answer 429 / RESOURCE_EXHAUSTED instead of buffering
 without limit.
+
+Receivers also say while they decode an export (:meth:`BoundedQueue.decoding`): the writer waits
+for a fuller batch only while more spans are about to arrive, so a lone sender is never held for
+the whole linger, and concurrent senders still share one insert (group commit).
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import enum
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from latencylens_collector import metrics
@@ -56,6 +61,7 @@ class BoundedQueue:
         self._monotonic = monotonic
         self._items: deque[Ticket] = deque()
         self._spans = 0
+        self._decoding = 0
         self._closed = False
         self._cond = threading.Condition()
 
@@ -67,6 +73,25 @@ class BoundedQueue:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def decoding_exports(self) -> int:
+        """Exports being decoded now, each about to be put (or refused)."""
+        return self._decoding
+
+    @contextmanager
+    def decoding(self) -> Iterator[None]:
+        """Mark one export as being decoded for the duration of the block, which should end once
+        its spans are put (or refused, or failed to decode); the count is released on any exit."""
+        with self._cond:
+            self._decoding += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._decoding -= 1
+                if not self._decoding and self._items:
+                    self._cond.notify_all()
 
     def put(self, spans: list[SpanRow]) -> Ticket:
         """Enqueue; raises :class:`QueueFull` or :class:`PipelineClosed` without waiting."""
@@ -91,9 +116,10 @@ class BoundedQueue:
             self._cond.notify_all()
 
     def take(self, max_spans: int, linger_s: float, idle_timeout_s: float) -> list[Ticket]:
-        """The next batch: waits up to ``idle_timeout_s`` for a first ticket, then until
-        ``max_spans`` are queued or the oldest ticket has waited ``linger_s`` (closing flushes at
-        once). Returns [] on idle timeout or when closed and empty."""
+        """The next batch: waits up to ``idle_timeout_s`` for a first ticket, then only while an
+        export is being decoded (more spans are about to arrive), and at most until ``max_spans``
+        are queued or the oldest ticket has waited ``linger_s`` (closing flushes at once).
+        Returns [] on idle timeout or when closed and empty."""
         with self._cond:
             idle_until = self._monotonic() + idle_timeout_s
             while not self._items and not self._closed:
@@ -104,7 +130,7 @@ class BoundedQueue:
             if not self._items:
                 return []
             flush_at = self._items[0].enqueued_at + linger_s
-            while self._spans < max_spans and not self._closed:
+            while self._decoding and self._spans < max_spans and not self._closed:
                 remaining = flush_at - self._monotonic()
                 if remaining <= 0:
                     break

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from latencylens_collector import metrics
@@ -71,6 +73,13 @@ class Pipeline:
         self.writer.stop()
         if self.spool is not None:
             self.spool.close()
+
+    @contextmanager
+    def decoding(self) -> Iterator[None]:
+        """Wrap a receiver's decode of one export up to its :meth:`submit` (or refusal): while any
+        is open the writer lingers for their spans, and once none is it flushes at once."""
+        with self.queue.decoding():
+            yield
 
     def submit(self, spans: list[SpanRow]) -> Future[Outcome]:
         """Queue an export's spans; the future resolves once they are stored or spooled (or fails

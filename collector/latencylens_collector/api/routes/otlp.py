@@ -81,12 +81,14 @@ async def export_traces(request: Request, settings: SettingsDep, project: Projec
     limits = otlp.Limits(max_attribute_bytes=settings.max_attribute_bytes, now_ns=clock())
     try:
         body = await _read_body(request, settings.max_body_bytes)
-        batch = await anyio.to_thread.run_sync(
-            otlp.decode, body, as_json, project, limits, limiter=_limiter(request)
-        )
-        count_received(batch, PROTOCOL)
-        if batch.spans:
-            await asyncio.wrap_future(pipeline.submit(batch.spans))
+        with pipeline.decoding():  # until the spans are queued: the writer flushes once none is open
+            batch = await anyio.to_thread.run_sync(
+                otlp.decode, body, as_json, project, limits, limiter=_limiter(request)
+            )
+            count_received(batch, PROTOCOL)
+            written = pipeline.submit(batch.spans) if batch.spans else None
+        if written is not None:
+            await asyncio.wrap_future(written)
     except _Rejected as exc:
         return _refuse(exc.reason, exc.http_status, exc.code, exc.message, as_json)
     except otlp.OtlpDecodeError as exc:
