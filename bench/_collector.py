@@ -29,6 +29,11 @@ class RunningCollector:
     def rss_bytes(self) -> int:
         return _status_kib(self.process.pid, "VmRSS") * 1024
 
+    def rss_anon_bytes(self) -> int:
+        """The anonymous part of the RSS (heaps, stacks): what a leak grows, unlike the pages of
+        the chdb library mapped from disk that join the RSS as code paths are first run."""
+        return _status_kib(self.process.pid, "RssAnon") * 1024
+
     def peak_rss_bytes(self) -> int:
         return _status_kib(self.process.pid, "VmHWM") * 1024
 
