@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from latencylens_collector import queries, rollup
+from latencylens_collector.models import CompareResponse
 from latencylens_collector.settings import Settings, chdb_dsn
 from latencylens_collector.storage import Store
 
@@ -182,6 +183,19 @@ def run(report: Any) -> None:
     trace = slowest.requests[0].trace_id
     half = int(now.timestamp()) - 43_200
     day_ago = int(now.timestamp()) - 86_400
+
+    def compare_halves(rollup: queries.RollupUse = "auto") -> CompareResponse:
+        return queries.compare(
+            db,
+            PROJECT,
+            now=now,
+            a_since=str(day_ago),
+            a_until=str(half),
+            b_since=str(half),
+            by=["provider", "model"],
+            rollup=rollup,
+        )
+
     cases: dict[str, Callable[[], object]] = {
         "slow list (24 h, 50 rows)": lambda: queries.list_requests(db, PROJECT, now=now, limit=50),
         "slow list, page 2 by cursor": lambda: queries.list_requests(
@@ -198,25 +212,8 @@ def run(report: Any) -> None:
             db, PROJECT, now=now, by=["provider"], bucket="1h"
         ),
         "explain one request": lambda: queries.request_detail(db, PROJECT, trace),
-        "compare 12 h vs 12 h by provider,model": lambda: queries.compare(
-            db,
-            PROJECT,
-            now=now,
-            a_since=str(day_ago),
-            a_until=str(half),
-            b_since=str(half),
-            by=["provider", "model"],
-        ),
-        "compare …, rows only (no rollup)": lambda: queries.compare(
-            db,
-            PROJECT,
-            now=now,
-            a_since=str(day_ago),
-            a_until=str(half),
-            b_since=str(half),
-            by=["provider", "model"],
-            rollup="never",
-        ),
+        "compare 12 h vs 12 h by provider,model": compare_halves,
+        "compare …, rows only (no rollup)": lambda: compare_halves("never"),
     }
     for name, fn in cases.items():
         value, cpu = p50_ms(fn)
@@ -227,13 +224,5 @@ def run(report: Any) -> None:
             f"CPU {cpu:.0f} ms p50; ratio: against the baseline scan{_target(name, value)}",
             ratio=value / baseline,
         )
-    result = queries.compare(
-        db,
-        PROJECT,
-        now=now,
-        a_since=str(day_ago),
-        a_until=str(half),
-        b_since=str(half),
-        by=["provider", "model"],
-    )
+    result = compare_halves()
     report.note(f"compare says: {result.summary}")

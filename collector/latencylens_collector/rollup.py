@@ -18,7 +18,6 @@ committing, so an insert the build could not see always makes the hour stale.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -166,38 +165,19 @@ def refresh(store: Store, settle_s: float, now_ns: int | None = None) -> list[Bu
     return built
 
 
-class RollupRefresher:
-    """A daemon thread refreshing the rollup every ``interval_s`` (0 disables it)."""
-
-    def __init__(self, store: Store, interval_s: float, settle_s: float) -> None:
-        self.store = store
-        self.interval_s = interval_s
-        self.settle_s = settle_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        if self.interval_s <= 0:
-            return
-        self._thread = threading.Thread(target=self._run, name="latencylens-rollup", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-        self._thread = None
-
-    def _run(self) -> None:
-        # The collector's own ClickHouse calls must never be traced (and exported back to itself).
-        otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
-        while not self._stop.wait(self.interval_s):
-            if not self.store.migrated:
-                continue
-            try:
-                built = refresh(self.store, self.settle_s)
-            except Exception as exc:  # storage down or busy: the queries read rows meanwhile
-                _log.warning("rollup refresh failed, retrying in %.0f s: %s", self.interval_s, exc)
-                continue
-            if built:
-                _log.info("rolled up %d hour(s)", len(built))
+def refresh_in_service(store: Store, settle_s: float) -> None:
+    """One refresh from the service's scheduler: quiet while migrations are pending, and a
+    failure (storage down or busy) is only logged, since queries read rows meanwhile."""
+    if not store.migrated:
+        return
+    # The collector's own ClickHouse calls must never be traced (and exported back to itself).
+    token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+    try:
+        built = refresh(store, settle_s)
+    except Exception as exc:
+        _log.warning("rollup refresh failed, retrying at the next interval: %s", exc)
+        return
+    finally:
+        otel_context.detach(token)
+    if built:
+        _log.info("rolled up %d hour(s)", len(built))

@@ -12,7 +12,8 @@ from fastapi import FastAPI
 from latencylens_collector.api.deps import app_key_store
 from latencylens_collector.ingest import Clock
 from latencylens_collector.pipeline.service import Pipeline
-from latencylens_collector.rollup import RollupRefresher
+from latencylens_collector.rollup import refresh_in_service
+from latencylens_collector.scheduler import Scheduler
 from latencylens_collector.settings import Settings
 
 _log = logging.getLogger(__name__)
@@ -34,8 +35,13 @@ def start_intake(app: FastAPI) -> None:
     if 0 < young < GC_YOUNG_THRESHOLD:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
     pipeline.start()
-    state.rollup = RollupRefresher(state.store, settings.rollup_interval_s, settings.rollup_settle_s)
-    state.rollup.start()
+    state.rollup = None
+    if settings.rollup_interval_s > 0:
+        store, settle_s = state.store, settings.rollup_settle_s
+        state.rollup = Scheduler(
+            lambda: refresh_in_service(store, settle_s), settings.rollup_interval_s, name="latencylens-rollup"
+        )
+        state.rollup.start()
     state.grpc_server = None
     if not settings.grpc_enabled:
         state.grpc_status = "disabled"

@@ -13,6 +13,7 @@ from latencylens_collector.queries._common import (
     parse_group_by,
     parse_time,
 )
+from latencylens_collector.queries._sources import RollupUse
 from latencylens_collector.queries.compare import compare
 from latencylens_collector.queries.explain import request_detail, span_tree
 from latencylens_collector.queries.requests import list_requests
@@ -27,6 +28,7 @@ __all__ = [
     "TRACE_ID_PATTERN",
     "Filters",
     "QueryError",
+    "RollupUse",
     "compare",
     "list_requests",
     "parse_group_by",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from latencylens_collector.scheduler import Scheduler
 from latencylens_collector.settings import Settings, _redact
 from latencylens_collector.slo import db
 from latencylens_collector.slo.definitions import load_file
@@ -19,7 +20,6 @@ from latencylens_collector.slo.evaluator import Evaluator
 from latencylens_collector.slo.exposition import SLO_COLLECTOR
 from latencylens_collector.slo.notifier import Notifier, targets_from
 from latencylens_collector.slo.repository import SloRepository
-from latencylens_collector.slo.scheduler import Scheduler
 from latencylens_collector.storage import Store
 
 _log = logging.getLogger(__name__)
@@ -47,7 +47,9 @@ class SloService:
         )
         self.evaluator = Evaluator(self.repository, store, self.notifier, clock, settings.public_url)
         interval = settings.slo_eval_interval_s
-        self.scheduler = Scheduler(self.evaluator.run_once, interval) if interval > 0 else None
+        self.scheduler = (
+            Scheduler(self.evaluator.run_once, interval, name="latencylens-slo") if interval > 0 else None
+        )
         self._ready = False
         self._ready_lock = threading.Lock()
 

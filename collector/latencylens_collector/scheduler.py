@@ -1,4 +1,4 @@
-"""Runs the evaluator every interval in a daemon thread, from start-up to shutdown."""
+"""Runs background work (SLO evaluation, rollup refresh) every interval in a daemon thread."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class Scheduler:
     The wait is :meth:`threading.Event.wait`, so stopping never waits out an interval.
     """
 
-    def __init__(self, run: Callable[[], object], interval_s: float, name: str = "latencylens-slo") -> None:
+    def __init__(self, run: Callable[[], object], interval_s: float, name: str) -> None:
         if interval_s <= 0:
             raise ValueError("interval_s must be positive")
         self._run = run
@@ -43,7 +43,7 @@ class Scheduler:
             try:
                 self._run()
             except Exception:
-                _log.exception("SLO evaluation failed")
+                _log.exception("%s failed", self._name)
             self.runs += 1
             if self._stop.wait(self.interval_s):
                 return
