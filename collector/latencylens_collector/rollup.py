@@ -27,6 +27,7 @@ from typing import Final
 from opentelemetry import context as otel_context
 
 from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.rows import REQUEST_DIMENSIONS
 from latencylens_collector.storage import Store
 
 _log = logging.getLogger(__name__)
@@ -35,7 +36,6 @@ NS_PER_S: Final = 1_000_000_000
 HOUR_S: Final = 3600
 FIELD_BITS: Final = {"service": 8, "route": 4, "model": 2, "provider": 1}
 """Dimension → its bit in ``requests_rollup.kept`` (same order as the GROUP BY of a build)."""
-FIELD_COLUMNS: Final = {"service": "service", "route": "name", "model": "model", "provider": "provider"}
 MAX_KEPT_FIELDS: Final = 2
 """Groupings of up to two dimensions are built: 11 per hour. Finer ones would hold about as many
 rows as there are requests per hour on most deployments, where merging states costs more than
@@ -46,7 +46,8 @@ GROUPINGS: Final = tuple(
 METRICS: Final = ("e2e", "ttft", "itl", *COMPONENTS)
 """Metrics with a percentile state (column ``q_<metric>``); every one but ttft/itl also has ``sum_``."""
 LEVELS: Final = "0.5, 0.9, 0.95, 0.99"
-"""Quantile levels of the stored states; must match the column types of migration 0011."""
+"""Quantile levels of the stored states, in the order of ``queries._common.QUANTILES``; must match
+the column types of migration 0011."""
 MAX_HOURS_PER_REFRESH: Final = 48
 DISTINCT_VALUES_CAP: Final = 512
 """A state holds at most about this many distinct values of one latency metric (8 significant
@@ -77,9 +78,11 @@ def sum_columns() -> list[tuple[str, str]]:
     ]
 
 
-_DIMENSIONS = ", ".join(FIELD_COLUMNS.values())
+_DIMENSIONS = ", ".join(REQUEST_DIMENSIONS.values())
 _GROUPING_SETS = ", ".join(
-    "(" + ", ".join(["project", "hour", "has_ttft", "has_itl", *(FIELD_COLUMNS[f] for f in fields)]) + ")"
+    "("
+    + ", ".join(["project", "hour", "has_ttft", "has_itl", *(REQUEST_DIMENSIONS[f] for f in fields)])
+    + ")"
     for fields in GROUPINGS
 )
 _MEASURES = [("requests", "count()"), *state_columns(), *sum_columns()]
@@ -144,10 +147,10 @@ def stale_hours(
     return [(str(row["project"]), int(row["hour_s"])) for row in rows]
 
 
-def build_hour(store: Store, project: str, hour_s: int, settle_s: float, now_ns: int | None = None) -> Built:
+def build_hour(store: Store, project: str, hour_s: int, settle_s: float) -> Built:
     """Roll up one hour of one project: every grouping in one pass over its rows, then the build
     record (written last, so readers never pick a build whose rows are not all in)."""
-    started_ns = time.time_ns() if now_ns is None else now_ns
+    started_ns = time.time_ns()
     build = started_ns
     params = {"project": project, "hour": hour_s, "build": build}
     store.command(_BUILD_SQL.replace("{db}", store.database), params)
@@ -156,11 +159,10 @@ def build_hour(store: Store, project: str, hour_s: int, settle_s: float, now_ns:
     return Built(project, hour_s)
 
 
-def refresh(store: Store, settle_s: float, now_ns: int | None = None) -> list[Built]:
+def refresh(store: Store, settle_s: float) -> list[Built]:
     """Rebuild every stale hour (up to :data:`MAX_HOURS_PER_REFRESH`, newest first)."""
-    now = time.time_ns() if now_ns is None else now_ns
     built = []
-    for project, hour_s in stale_hours(store, now, settle_s):
+    for project, hour_s in stale_hours(store, time.time_ns(), settle_s):
         built.append(build_hour(store, project, hour_s, settle_s))
     return built
 

@@ -92,6 +92,10 @@ PART_COLUMNS: Final = tuple(f"{name}_ns" for name in COMPONENTS)
 BUSY_COLUMNS: Final = tuple(f"busy_{name}_ns" for name in COMPONENTS)
 """Busy (exclusive-time) view, one column per component."""
 
+REQUEST_DIMENSIONS: Final = {"service": "service", "route": "name", "model": "model", "provider": "provider"}
+"""A request's dimensions (API field → ``requests`` column): what queries filter and group by and
+what the hourly rollup keeps."""
+
 REQUEST_COLUMNS: Final = (
     "project",
     "trace_id",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
-from latencylens_collector.rows import REQUEST_COLUMNS
+from latencylens_collector.rows import REQUEST_COLUMNS, REQUEST_DIMENSIONS
 
 NS_PER_S: Final = 1_000_000_000
 DEFAULT_WINDOW_NS: Final = 24 * 3600 * NS_PER_S
@@ -24,7 +24,7 @@ MAX_GROUPS: Final = 1000
 """Most groups (key × bucket) one aggregate returns; beyond it the query is refused."""
 QUANTILES: Final = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 
-FILTER_COLUMNS: Final = {"service": "service", "route": "name", "model": "model", "provider": "provider"}
+FILTER_COLUMNS: Final = REQUEST_DIMENSIONS
 """API filter / group-by field → ``requests`` column. The only names that may reach SQL."""
 GROUP_FIELDS: Final = tuple(FILTER_COLUMNS)
 
@@ -146,11 +146,6 @@ def parse_group_by(value: str | None) -> list[str]:
 
 def group_key(row: Mapping[str, Any], fields: Sequence[str]) -> dict[str, str]:
     return {field: str(row[f"k_{field}"]) for field in fields}
-
-
-def key_select(fields: Sequence[str]) -> str:
-    """``column AS k_field, ...`` for the allowed fields (with a trailing comma), or ''."""
-    return "".join(f"{FILTER_COLUMNS[field]} AS k_{field}, " for field in fields)
 
 
 def finite_int(value: Any) -> int | None:

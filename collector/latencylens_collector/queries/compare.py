@@ -27,6 +27,7 @@ from latencylens_collector.queries._common import (
 )
 from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
 from latencylens_collector.queries.stats import METRIC_COLUMNS, METRIC_COMPONENTS
+from latencylens_collector.rollup import LEVELS
 from latencylens_collector.storage import Store
 
 DEFAULT_RANGE_NS: Final = 3600 * 1_000_000_000
@@ -129,7 +130,6 @@ def _sides(
     or more fields) are dropped by ``HAVING``.
     """
     index = list(QUANTILES).index(quantile) + 1  # states hold every level: merge them alike
-    levels = ", ".join(str(level) for level in QUANTILES.values())
     names = METRIC_COMPONENTS[metric]
     has_metric = {"e2e": "1", "ttft": "has_ttft", "itl": "has_itl"}[metric]
     source = plan(store, project, [a, b], by, filters, rollup=rollup)
@@ -156,7 +156,7 @@ def _sides(
         params.update({f"{side}_since": span.since_ns, f"{side}_until": span.until_ns})
     measures = []
     for side in _SIDES:
-        merge = f"quantilesBFloat16MergeIf({levels})"
+        merge = f"quantilesBFloat16MergeIf({LEVELS})"
         measures += [
             f"sumIf(requests, in_{side}) AS n_{side}",
             f"{merge}(q_{metric}, in_{side})[{index}] AS value_{side}",

@@ -36,6 +36,7 @@ from latencylens_collector.queries._common import (
     window,
 )
 from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
+from latencylens_collector.rollup import LEVELS, METRICS
 from latencylens_collector.storage import Store
 
 METRIC_COLUMNS: Final = {"e2e": "e2e_ns", "ttft": "ttft_ns", "itl": "itl_ns"}
@@ -50,9 +51,6 @@ METRIC_COMPONENTS: Final[dict[str, tuple[str, ...]]] = {
 the output tokens."""
 BUCKETS: Final = {"1m": 60, "5m": 300, "1h": 3600, "1d": 86_400}
 """Time bucket name → seconds; buckets are aligned on the epoch (so days start at 00:00 UTC)."""
-
-_LEVELS = ", ".join(str(level) for level in QUANTILES.values())
-METRICS: Final = ("e2e", "ttft", "itl", *COMPONENTS)
 
 
 def stats(
@@ -108,7 +106,7 @@ def aggregate_rows(
     group_cols = [e.name for e in extras] + [f"k_{field}" for field in by]
     measures = [
         "sum(requests) AS n",
-        *(f"quantilesBFloat16Merge({_LEVELS})(q_{m}) AS q_{m}" for m in METRICS),
+        *(f"quantilesBFloat16Merge({LEVELS})(q_{m}) AS q_{m}" for m in METRICS),
         *(f"sum(sum_{m}) AS sum_{m}" for m in ("e2e", *COMPONENTS)),
         "if(sum(tps_count) > 0, sum(tps_sum) / sum(tps_count), NULL) AS tps",
         "sum(input_tokens) AS input_tokens",
