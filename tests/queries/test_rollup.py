@@ -17,7 +17,7 @@ from queries_data import MS, S, request_row
 
 from latencylens_collector import queries, rollup
 from latencylens_collector.models import StatsResponse
-from latencylens_collector.queries._common import NO_FILTERS, Filters, window
+from latencylens_collector.queries._common import NO_FILTERS, QUANTILES, Filters, window
 from latencylens_collector.queries._sources import plan
 from latencylens_collector.storage import Store
 
@@ -242,3 +242,40 @@ def test_the_service_keeps_the_rollup_fresh(start_collector) -> None:
             f"SELECT hour FROM {collector.store.database}.requests_rollup_builds FINAL"
         )
     assert len(built) == 5
+
+
+def test_stored_levels_are_the_api_quantiles() -> None:
+    assert rollup.LEVELS == ", ".join(str(level) for level in QUANTILES.values())
+
+
+def test_a_build_cut_midway_is_never_read(loaded: Store) -> None:
+    """Rows of a build whose record was never written (the process died between the two inserts)
+    are ignored: here a copy of hour 1's rows with every count and sum doubled."""
+    h0 = loaded.h0  # type: ignore[attr-defined]
+    now = datetime.now(timezone.utc)
+    args = dict(now=now, since=str(h0 / 1e9), until=str((h0 + 4 * HOUR) / 1e9), by=["model"])
+    before = queries.stats(loaded, "default", rollup="always", **args)
+    loaded.command(
+        f"INSERT INTO {loaded.database}.requests_rollup SELECT * REPLACE (build + 1 AS build, "
+        "requests * 2 AS requests, sum_e2e * 2 AS sum_e2e) "
+        f"FROM {loaded.database}.requests_rollup WHERE hour = toDateTime({{h:UInt32}}, 'UTC')",
+        {"h": (h0 + HOUR) // S},
+    )
+    same_stats(queries.stats(loaded, "default", rollup="always", **args), before)
+    assert len(rolled_hours(loaded, h0, h0 + 4 * HOUR, ["model"])) == 4
+
+
+def test_a_failed_refresh_is_logged_and_queries_read_rows(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ClickHouse refusing the build (here: its table is gone) costs a warning, not the service,
+    and the queries keep answering from the request rows."""
+    h0 = first_hour()
+    store.upsert_requests(workload(h0))
+    store.command(f"DROP TABLE {store.database}.requests_rollup")
+    with caplog.at_level("WARNING", logger="latencylens_collector.rollup"):
+        rollup.refresh_in_service(store, settle_s=0)
+    assert "rollup refresh failed, retrying at the next interval" in caplog.text
+    now = datetime.now(timezone.utc)
+    result = queries.stats(store, "default", now=now, since=str(h0 / 1e9), by=["model"])
+    assert sum(g.count for g in result.groups) == 240
