@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from latencylens._config import API_KEY_ENV as ENV_API_KEY
+from latencylens import API_KEY_ENV as ENV_API_KEY
 from latencylens_collector.attribution import COMPONENTS
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")

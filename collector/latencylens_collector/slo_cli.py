@@ -13,7 +13,7 @@ import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from latencylens._config import API_KEY_ENV
+from latencylens import API_KEY_ENV
 from latencylens_collector.cli import DEFAULT_URL
 from latencylens_collector.settings import ENV_METADATA_URL
 

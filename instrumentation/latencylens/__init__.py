@@ -7,7 +7,7 @@ an installed provider SDK on demand; ``instrument_httpx()`` covers OpenAI-compat
 """
 
 from latencylens import semconv
-from latencylens._config import configure
+from latencylens._config import API_KEY_ENV, configure
 from latencylens._instrument import (
     Instrumentation,
     MissingDependencyError,
@@ -23,6 +23,7 @@ from latencylens._wrap import model_call, request, retrieval, tool
 from latencylens.providers._base import Usage
 
 __all__ = [
+    "API_KEY_ENV",
     "Instrumentation",
     "MissingDependencyError",
     "Usage",

@@ -30,6 +30,7 @@ HEAVY_MODULES = (
 
 def test_public_api_is_pinned() -> None:
     assert latencylens.__all__ == [
+        "API_KEY_ENV",
         "Instrumentation",
         "MissingDependencyError",
         "Usage",
