@@ -3,7 +3,10 @@
 Two steps:
 
 1. :func:`model_call_parts` splits one model call's client-measured duration into network, queue,
-   prefill, decode and model-unattributed time, using what the provider reported.
+   prefill, decode and model-unattributed time, using what the provider reported. A provider that
+   reports prefill and decode only together (TGI's ``x-inference-time``) gets that time as its own
+   part, ``inference``, and the rest of its reported server time (validation, tokenization) as
+   ``server_other``: a total is never split into parts the provider did not measure.
 2. :func:`attribute_request` walks a request's span tree along its **critical path**: every instant
    of the root span is given to exactly one span, the innermost one on the chain of work that
    decided when the request ended. Parallel work that finished early gets nothing, gaps where no
@@ -12,6 +15,13 @@ Two steps:
 
 Children are clipped to their parent's window, so a child that outlives its parent, or starts
 before it because two services' clocks disagree, never yields negative or double-counted time.
+
+Invariants (tests/attribution checks each):
+
+* a model call's parts, and a request's, are non-negative integers that sum to its duration exactly;
+* a part the provider reported is never larger than reported, and is cut only when the reports
+  exceed the client's measured duration (the call is then flagged ``inconsistent``);
+* every part says where it came from: ``reported``, ``measured`` or ``derived``.
 """
 
 from __future__ import annotations
@@ -27,6 +37,11 @@ NETWORK = "network"
 QUEUE = "queue"
 PREFILL = "prefill"
 DECODE = "decode"
+INFERENCE = "inference"
+"""Prefill + decode as one reported number, for providers that do not split them."""
+SERVER_OTHER = "server_other"
+"""Server time a provider reported as a total outside its queue and inference (validation,
+tokenization): total − queue − inference."""
 MODEL_UNATTRIBUTED = "model_unattributed"
 COMPONENTS: tuple[str, ...] = (
     RETRIEVAL,
@@ -36,6 +51,8 @@ COMPONENTS: tuple[str, ...] = (
     QUEUE,
     PREFILL,
     DECODE,
+    INFERENCE,
+    SERVER_OTHER,
     MODEL_UNATTRIBUTED,
 )
 APPLICATION_COMPONENTS: tuple[str, ...] = (RETRIEVAL, TOOL, APP_OTHER)
@@ -60,12 +77,15 @@ class ModelTiming:
 
     ``first_content_ns`` / ``last_chunk_ns`` are offsets from the call's start (client-measured).
     ``server_total_ns`` includes queue; when only the parts are reported it is their sum.
+    ``inference_ns`` is prefill + decode where the provider reports only their sum; it is used only
+    when neither ``prefill_ns`` nor ``decode_ns`` is known (the finer split wins).
     """
 
     queue_ns: int | None = None
     prefill_ns: int | None = None
     decode_ns: int | None = None
     server_total_ns: int | None = None
+    inference_ns: int | None = None
     first_content_ns: int | None = None
     last_chunk_ns: int | None = None
 
@@ -112,42 +132,59 @@ class RequestBreakdown:
 def model_call_parts(duration_ns: int, timing: ModelTiming | None) -> ModelCallParts:
     """Split a model call's client-measured duration using the provider's reported server time.
 
-    With server timing: network = duration − server total (derived); queue, prefill and decode as
-    reported; server time the reports do not cover is model-unattributed. When the provider reports
-    more server time than the client measured, network is 0, the reported parts are clipped in
-    order (queue, prefill, decode) and the call is flagged inconsistent: no part goes negative and
-    the sum stays exact. Without server timing, a stream still gives decode as last chunk − first
-    content (measured); the rest (network + queue + prefill, inseparable) is model-unattributed.
+    With server timing: network = duration − server total (derived); the server parts as reported
+    (queue, prefill, decode; or queue and inference when prefill and decode come only as their
+    sum); the server time they leave uncovered (derived) is ``server_other`` beside an unsplit
+    inference, where the total is known to hold the server's own work (validation, tokenization),
+    and model-unattributed otherwise. A total below the sum of its parts is raised to that sum and
+    the call flagged inconsistent. When the provider reports more server time than the client
+    measured, network is 0, the reported parts are clipped in order (queue first), what is left of
+    the duration goes to the uncovered part, and the call is flagged inconsistent: no part goes
+    negative and the sum stays exact. Without server timing, a stream still gives decode as last
+    chunk − first content (measured); the rest (network + queue + prefill, inseparable) is
+    model-unattributed.
     """
     duration_ns = max(0, duration_ns)
     t = timing or ModelTiming()
-    reported = {QUEUE: t.queue_ns, PREFILL: t.prefill_ns, DECODE: t.decode_ns}
-    known = {name: max(0, value) for name, value in reported.items() if value is not None}
+    known = _reported_server_parts(t)
     server_total = t.server_total_ns
     if server_total is None and known:
         server_total = sum(known.values())
     if server_total is None:
         return _unreported_parts(duration_ns, t)
 
-    server_total = max(server_total, 0)
+    remainder = SERVER_OTHER if INFERENCE in known else MODEL_UNATTRIBUTED
     provenance = {name: REPORTED for name in known}
     provenance[NETWORK] = DERIVED
-    provenance[MODEL_UNATTRIBUTED] = DERIVED
-    inconsistent = server_total > duration_ns or sum(known.values()) > server_total
-    if not inconsistent:
+    provenance[remainder] = DERIVED
+    reported_sum = sum(known.values())
+    inconsistent = reported_sum > server_total
+    server_total = max(server_total, reported_sum)
+    if server_total <= duration_ns:
         parts = dict(known)
         parts[NETWORK] = duration_ns - server_total
-        parts[MODEL_UNATTRIBUTED] = server_total - sum(known.values())
-        return ModelCallParts(_complete(parts), provenance)
+        parts[remainder] = server_total - reported_sum
+        return ModelCallParts(_complete(parts), provenance, inconsistent=inconsistent)
 
     remaining = duration_ns
     parts = {NETWORK: 0}
-    for name in (QUEUE, PREFILL, DECODE):
-        if name in known:
-            parts[name] = min(known[name], remaining)
-            remaining -= parts[name]
-    parts[MODEL_UNATTRIBUTED] = remaining
+    for name, value in known.items():
+        parts[name] = min(value, remaining)
+        remaining -= parts[name]
+    parts[remainder] = remaining
     return ModelCallParts(_complete(parts), provenance, inconsistent=True)
+
+
+def _reported_server_parts(t: ModelTiming) -> dict[str, int]:
+    """The server parts the provider reported, in the order they happen, negatives read as 0.
+
+    Prefill and decode, when either is reported, make an unsplit inference redundant."""
+    reported: dict[str, int | None] = {QUEUE: t.queue_ns}
+    if t.prefill_ns is not None or t.decode_ns is not None:
+        reported.update({PREFILL: t.prefill_ns, DECODE: t.decode_ns})
+    else:
+        reported[INFERENCE] = t.inference_ns
+    return {name: max(0, value) for name, value in reported.items() if value is not None}
 
 
 def _unreported_parts(duration_ns: int, t: ModelTiming) -> ModelCallParts:

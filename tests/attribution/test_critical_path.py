@@ -14,10 +14,12 @@ from latencylens_collector.attribution import (
     APP_OTHER,
     COMPONENTS,
     DECODE,
+    INFERENCE,
     NETWORK,
     PREFILL,
     QUEUE,
     RETRIEVAL,
+    SERVER_OTHER,
     TOOL,
     ModelTiming,
     SpanNode,
@@ -186,6 +188,32 @@ def test_inconsistent_model_call_flags_request() -> None:
     assert breakdown.inconsistent
     assert breakdown.parts[QUEUE] == 100 * MS
     assert sum(breakdown.parts.values()) == 100 * MS
+
+
+def test_tgi_call_partly_on_the_critical_path_keeps_its_proportions() -> None:
+    # TGI call of 1300 ms (queue 15, inference 1217, server other 2, network 66) from 0 to 1300 ms
+    # inside a 1400 ms root; a 1000 ms tool runs from 400 ms to 1400 ms, so only [0, 400) of the call
+    # is on the critical path: 400/1300 of each part, rounded to sum to 400 ms exactly.
+    timing = ModelTiming(queue_ns=15 * MS, inference_ns=1_217 * MS, server_total_ns=1_234 * MS)
+    breakdown = attribute_request(
+        [
+            span("r", None, 0, 1_400),
+            span("m", "r", 0, 1_300, "model", timing),
+            span("t", "r", 400, 1_400, "tool"),
+        ]
+    )
+    assert breakdown is not None
+    assert breakdown.parts[TOOL] == 1_000 * MS
+    model_ns = sum(breakdown.parts[name] for name in (NETWORK, QUEUE, INFERENCE, SERVER_OTHER))
+    assert model_ns == 400 * MS
+    # inference: 1217 × 400 / 1300 = 374.46 ms
+    assert abs(breakdown.parts[INFERENCE] - 1_217 * MS * 400 // 1_300) <= 1
+    assert breakdown.parts[PREFILL] == breakdown.parts[DECODE] == 0
+    assert sum(breakdown.parts.values()) == breakdown.e2e_ns == 1_400 * MS
+    # The busy view counts the whole call: 2 ms of the server's other time.
+    assert breakdown.busy[SERVER_OTHER] == 2 * MS
+    assert breakdown.provenance[INFERENCE] == "reported"
+    assert breakdown.provenance[SERVER_OTHER] == "derived"
 
 
 def test_deep_chain_does_not_overflow() -> None:

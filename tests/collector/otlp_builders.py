@@ -179,5 +179,7 @@ EXPECTED_PARTS_MS = {
     "queue": 50,
     "prefill": 20,
     "decode": 400,
+    "inference": 0,
+    "server_other": 0,
     "model_unattributed": 0,
 }

@@ -75,6 +75,30 @@ def test_every_migration_renders_for_a_cluster() -> None:
     assert "FROM latencylens.requests\n" in backfill
 
 
+def test_inference_parts_migration_on_a_cluster() -> None:
+    """0014's new components: columns on the local and the Distributed tables, codecs on the local
+    ones only, and every hour marked touched through the front so its rollup is rebuilt."""
+    topology = Topology("latencylens", "main")
+    rendered(topology, up_to=13)  # learns which tables are distributed
+    (migration,) = [m for m in load_migrations() if m.version == 14]
+    statements = migration.rendered(topology)
+    heads = [statement.split("\n")[0] for statement in statements]
+    assert heads == [
+        "ALTER TABLE latencylens.requests_local ON CLUSTER main ADD COLUMN IF NOT EXISTS inference_ns Int64 "
+        "AFTER decode_ns,",
+        "ALTER TABLE latencylens.requests ON CLUSTER main ADD COLUMN IF NOT EXISTS inference_ns Int64 "
+        "AFTER decode_ns,",
+        "ALTER TABLE latencylens.requests_local ON CLUSTER main MODIFY COLUMN inference_ns Int64 CODEC(T64),",
+        "ALTER TABLE latencylens.requests_rollup_local ON CLUSTER main ADD COLUMN IF NOT EXISTS q_inference "
+        "AggregateFunction(quantilesBFloat16(0.5, 0.9, 0.95, 0.99), Int64) AFTER q_decode,",
+        "ALTER TABLE latencylens.requests_rollup ON CLUSTER main ADD COLUMN IF NOT EXISTS q_inference "
+        "AggregateFunction(quantilesBFloat16(0.5, 0.9, 0.95, 0.99), Int64) AFTER q_decode,",
+        "INSERT INTO latencylens.requests_touched",
+    ]
+    for statement in statements[:5]:
+        assert "server_other" in statement
+
+
 def test_alters_views_and_unknown_statements_on_a_cluster() -> None:
     topology = Topology("db", "c")
     render(

@@ -69,6 +69,8 @@ def test_server_span_replaces_the_client_estimate(collector) -> None:
         "queue": 12_300,
         "prefill": 72_900,
         "decode": 1_240_500,
+        "inference": 0,
+        "server_other": 0,
         "model_unattributed": 8_500,
     }
     assert sum(request["parts"].values()) == request["e2e_ns"] == 2000 * MS
