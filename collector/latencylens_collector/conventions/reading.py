@@ -114,6 +114,7 @@ def model_timing(attributes: Mapping[str, str]) -> ModelTiming:
         prefill_ns=parse_int(attributes.get(semconv.PROVIDER_PREFILL_NS)),
         decode_ns=parse_int(attributes.get(semconv.PROVIDER_DECODE_NS)),
         server_total_ns=parse_int(attributes.get(semconv.PROVIDER_SERVER_TOTAL_NS)),
+        inference_ns=parse_int(attributes.get(semconv.PROVIDER_INFERENCE_NS)),
         first_content_ns=first_chunk_ns(attributes),
         last_chunk_ns=parse_int(attributes.get(semconv.STREAM_LAST_CHUNK_NS)),
     )
