@@ -13,6 +13,7 @@ from latencylens_collector.attribution import (
     COMPONENTS,
     DECODE,
     DERIVED,
+    INFERENCE,
     MEASURED,
     MODEL_UNATTRIBUTED,
     NETWORK,
@@ -20,6 +21,7 @@ from latencylens_collector.attribution import (
     QUEUE,
     REPORTED,
     RETRIEVAL,
+    SERVER_OTHER,
     TOOL,
 )
 
@@ -31,6 +33,8 @@ _WHAT = {
     QUEUE: "Waiting in the provider's queue",
     PREFILL: "Prompt processing (prefill)",
     DECODE: "Generating output tokens (decode)",
+    INFERENCE: "Prefill + decode (not split by the provider)",
+    SERVER_OTHER: "The provider's server time outside its queue and inference (validation, tokenization)",
     MODEL_UNATTRIBUTED: "Model time the provider did not break down",
 }
 
@@ -61,21 +65,25 @@ def explain(
     source = provenance.get(dominant, DERIVED)
     sentence = (
         f"{_WHAT[dominant]}{_on(dominant, provider, model)} took {format_ns(ns)} of the request's "
-        f"{format_ns(e2e_ns)} ({share:.0%}); {_how(dominant, source, provider)}."
+        f"{format_ns(e2e_ns)} ({share:.0%}); {_how(dominant, source, provider, parts, provenance)}."
     )
     return Explanation(dominant, ns, share, source, sentence)
 
 
 def _on(component: str, provider: str, model: str) -> str:
-    if component in (PREFILL, DECODE, MODEL_UNATTRIBUTED) and model:
+    if component in (PREFILL, DECODE, INFERENCE, MODEL_UNATTRIBUTED) and model:
         return f" on {model}" + (f" ({provider})" if provider else "")
-    if component == QUEUE and provider:
+    if component in (QUEUE, SERVER_OTHER) and provider:
         return f" at {provider}"
     return ""
 
 
-def _how(component: str, source: str, provider: str) -> str:
+def _how(
+    component: str, source: str, provider: str, parts: Mapping[str, int], provenance: Mapping[str, str]
+) -> str:
     who = provider or "the provider"
+    if component in (QUEUE, INFERENCE, SERVER_OTHER) and provenance.get(INFERENCE) == REPORTED:
+        return _unsplit_report(who, parts, provenance)
     if component == NETWORK:
         return f"derived as the call's measured time minus the server time {who} reported"
     if component == MODEL_UNATTRIBUTED:
@@ -87,6 +95,17 @@ def _how(component: str, source: str, provider: str) -> str:
             return "measured from the first to the last streamed chunk"
         return "measured by the application's spans"
     return "derived from the other measurements"
+
+
+def _unsplit_report(who: str, parts: Mapping[str, int], provenance: Mapping[str, str]) -> str:
+    """What a provider that does not split prefill from decode reported, and what its total left."""
+    reported = []
+    if provenance.get(QUEUE) == REPORTED:
+        reported.append(f"queue {format_ns(parts.get(QUEUE, 0))}")
+    reported.append(f"inference (prefill + decode, not split) {format_ns(parts.get(INFERENCE, 0))}")
+    outside = "them" if len(reported) > 1 else "it"
+    other = format_ns(parts.get(SERVER_OTHER, 0))
+    return f"{who} reported {' and '.join(reported)}; {other} of server time outside {outside}"
 
 
 def format_ns(ns: int) -> str:

@@ -40,6 +40,46 @@ def test_measured_decode_without_a_report() -> None:
     assert found.sentence.endswith("measured from the first to the last streamed chunk.")
 
 
+# TGI's reconstructed headers: x-queue-time 15, x-inference-time 1217 (prefill + decode), x-total-time
+# 1234 ms → server other = 1234 − 15 − 1217 = 2 ms; a 1300 ms call → network 66 ms; 50 ms of app.
+TGI_PROVENANCE = {
+    "queue": "reported",
+    "inference": "reported",
+    "server_other": "derived",
+    "network": "derived",
+}
+
+
+def test_unsplit_inference_is_named_with_what_the_provider_reported() -> None:
+    found = explain(
+        parts(queue=15, inference=1217, server_other=2, network=66, app_other=50),
+        TGI_PROVENANCE,
+        1350 * MS,
+        "tgi",
+        "llama-3.1-8b",
+    )
+    assert (found.dominant, found.provenance) == ("inference", "reported")
+    # share = 1217 / 1350 = 0.901
+    assert found.sentence == (
+        "Prefill + decode (not split by the provider) on llama-3.1-8b (tgi) took 1.22 s of the request's "
+        "1.35 s (90%); tgi reported queue 15 ms and inference (prefill + decode, not split) 1.22 s; "
+        "2.0 ms of server time outside them."
+    )
+
+
+def test_queue_of_an_unsplit_provider_names_the_whole_report() -> None:
+    found = explain(parts(queue=900, inference=80, server_other=20), TGI_PROVENANCE, 1000 * MS, "tgi", "m")
+    assert found.sentence == (
+        "Waiting in the provider's queue at tgi took 900 ms of the request's 1.00 s (90%); tgi reported "
+        "queue 900 ms and inference (prefill + decode, not split) 80 ms; 20 ms of server time outside them."
+    )
+    only_inference = explain(parts(inference=80, server_other=20), {"inference": "reported"}, 100 * MS)
+    assert only_inference.sentence.endswith(
+        "the provider reported inference (prefill + decode, not split) 80 ms; "
+        "20 ms of server time outside it."
+    )
+
+
 def test_empty_request_and_ties() -> None:
     found = explain(parts(), {}, 0)
     assert (found.dominant, found.share) == ("retrieval", 0.0)  # all zero: the first component
