@@ -66,7 +66,7 @@ def register(subparsers: Any) -> None:
     silence.add_argument("--hours", type=float, default=1.0, help="for how long (default 1 h)")
     silence.add_argument("--reason", default="")
     action("silences", "list silences", _silences)
-    migrate = action("migrate", "apply the SLO migrations to the metadata database", _migrate)
+    migrate = action("migrate", "apply the migrations of the metadata database (SLOs, API keys)", _migrate)
     migrate.add_argument("--metadata-url", help=f"SQLAlchemy URL (env {ENV_METADATA_URL})")
 
 
@@ -272,8 +272,8 @@ def _silences(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
+    from latencylens_collector.metadata import db
     from latencylens_collector.settings import Settings, _redact
-    from latencylens_collector.slo import db
 
     settings = Settings(metadata_url=args.metadata_url)
     engine = db.make_engine(settings.metadata_url)
@@ -285,5 +285,5 @@ def _migrate(args: argparse.Namespace) -> int:
         return 1
     finally:
         engine.dispose()
-    print(f"SLO tables of {_redact(settings.metadata_url)} at revision {revision}")
+    print(f"metadata database {_redact(settings.metadata_url)} at revision {revision}")
     return 0

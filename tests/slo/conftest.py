@@ -11,7 +11,7 @@ import pytest
 from slo_support import BASE_NS, Chat, FakeClock, span_rows
 
 from latencylens_collector.ingest import Ingestor
-from latencylens_collector.slo import db
+from latencylens_collector.metadata import db
 from latencylens_collector.slo.definitions import SloDefinition
 from latencylens_collector.slo.evaluator import Evaluation, Evaluator
 from latencylens_collector.slo.models import SloRecord

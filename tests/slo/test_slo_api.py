@@ -11,7 +11,7 @@ import httpx
 from slo_support import MS, Chat, otel_spans, protobuf_body
 
 from latencylens_collector.cli import main as cli_main
-from latencylens_collector.slo import db
+from latencylens_collector.metadata import db
 
 SLO_FILE = """
 slos:
@@ -166,5 +166,5 @@ def test_cli_lists_slos_and_migrates(
 
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
     assert cli_main(["slo", "migrate", "--metadata-url", fresh]) == 0
-    assert "at revision slo_0001" in capsys.readouterr().out
-    assert db.current_revision(db.make_engine(fresh)) == "slo_0001"
+    assert "at revision keys_0002" in capsys.readouterr().out
+    assert db.current_revision(db.make_engine(fresh)) == "keys_0002"

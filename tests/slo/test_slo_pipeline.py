@@ -16,7 +16,7 @@ import httpx
 import pytest
 from slo_support import BASE_NS, MINUTE, MS, Chat, FakeClock, S, WebhookReceiver, otel_spans, protobuf_body
 
-from latencylens_collector.slo import db
+from latencylens_collector.metadata import db
 from latencylens_collector.slo.evaluator import Evaluator
 from latencylens_collector.slo.notifier import Notifier, Target
 from latencylens_collector.slo.repository import SloRepository

@@ -12,7 +12,7 @@ from sqlalchemy import BigInteger, MetaData, String, select, update
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from latencylens_collector.auth.tokens import hash_key, key_id_of, matches, new_key
-from latencylens_collector.metadata_db import make_engine
+from latencylens_collector.metadata.db import make_engine, upgrade
 
 PROJECT_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _UNKNOWN_KEY_HASH: Final = hash_key("ll_000000000000_unknown-key-placeholder")
@@ -23,7 +23,8 @@ class Base(DeclarativeBase):
 
 
 class ApiKeyRecord(Base):
-    """One API key. Times are integer ns since the epoch."""
+    """One API key. Times are integer ns since the epoch. The table is made by the metadata
+    migrations (:mod:`latencylens_collector.metadata`)."""
 
     __tablename__ = "api_keys"
 
@@ -57,7 +58,7 @@ class KeyStore:
         self.url = url
         self.clock = clock
         self.engine = make_engine(url)
-        Base.metadata.create_all(self.engine)
+        upgrade(self.engine)
 
     def create(self, project: str, name: str = "") -> tuple[ApiKey, str]:
         """A new key for ``project``: its description and the raw key (shown once, never stored)."""

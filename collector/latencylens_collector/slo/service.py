@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from latencylens_collector.metadata import db
 from latencylens_collector.scheduler import Scheduler
 from latencylens_collector.settings import Settings, _redact
-from latencylens_collector.slo import db
 from latencylens_collector.slo.definitions import load_file
 from latencylens_collector.slo.evaluator import Evaluator
 from latencylens_collector.slo.exposition import SLO_COLLECTOR
@@ -54,7 +54,7 @@ class SloService:
         self._ready_lock = threading.Lock()
 
     def ensure_ready(self) -> None:
-        """Apply the SLO migrations once (retried on the next call after a failure)."""
+        """Apply the metadata migrations once (retried on the next call after a failure)."""
         if self._ready:
             return
         with self._ready_lock:

@@ -12,7 +12,7 @@ from alembic import op
 
 revision: str = "slo_0001"
 down_revision: str | None = None
-branch_labels: tuple[str, ...] | None = ("slo",)
+branch_labels: tuple[str, ...] | None = None
 depends_on: str | None = None
 
 

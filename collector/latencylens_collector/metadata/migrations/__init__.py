@@ -1,0 +1,1 @@
+"""Alembic environment of the metadata database (version table ``alembic_version_latencylens``)."""
