@@ -19,11 +19,11 @@ from latencylens_collector.attribution import (
     QUEUE,
 )
 from latencylens_collector.settings import (
+    DEFAULT_DATABASE,
     DEFAULT_HOST,
     DEFAULT_PORT,
-    ENV_CLICKHOUSE_DSN,
-    ENV_DATABASE,
     Settings,
+    env_var,
 )
 
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
@@ -115,10 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _storage_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dsn",
-        help=f"ClickHouse DSN: chdb:///abs/dir or http(s)://user:pass@host:8123 (env {ENV_CLICKHOUSE_DSN}; "
-        "default embedded chdb in ./.latencylens/data)",
+        help="ClickHouse DSN: chdb:///abs/dir or http(s)://user:pass@host:8123 "
+        f"(env {env_var('clickhouse_dsn')}; default embedded chdb in ./.latencylens/data)",
     )
-    parser.add_argument("--database", help=f"ClickHouse database (env {ENV_DATABASE}; default latencylens)")
+    parser.add_argument(
+        "--database", help=f"ClickHouse database (env {env_var('database')}; default {DEFAULT_DATABASE})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from latencylens_collector.auth import KeyStore, LocalModeError, check_listen_address
-from latencylens_collector.settings import ENV_METADATA_URL, Settings
+from latencylens_collector.settings import Settings, env_var
 
 
 def register(subparsers: Any) -> None:
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
 def _metadata_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metadata-url",
-        help=f"SQLAlchemy URL of the metadata database (env {ENV_METADATA_URL}; "
+        help=f"SQLAlchemy URL of the metadata database (env {env_var('metadata_url')}; "
         "default sqlite:///./.latencylens/metadata.db)",
     )
 

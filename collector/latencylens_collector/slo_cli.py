@@ -15,7 +15,7 @@ from typing import Any
 
 from latencylens import API_KEY_ENV
 from latencylens_collector.cli import DEFAULT_URL
-from latencylens_collector.settings import ENV_METADATA_URL
+from latencylens_collector.settings import env_var
 
 _MS = 1_000_000
 
@@ -67,7 +67,7 @@ def register(subparsers: Any) -> None:
     silence.add_argument("--reason", default="")
     action("silences", "list silences", _silences)
     migrate = action("migrate", "apply the migrations of the metadata database (SLOs, API keys)", _migrate)
-    migrate.add_argument("--metadata-url", help=f"SQLAlchemy URL (env {ENV_METADATA_URL})")
+    migrate.add_argument("--metadata-url", help=f"SQLAlchemy URL (env {env_var('metadata_url')})")
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -273,7 +273,7 @@ def _migrate(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
     from latencylens_collector.metadata import db
-    from latencylens_collector.settings import Settings, _redact
+    from latencylens_collector.settings import Settings, redact_dsn
 
     settings = Settings(metadata_url=args.metadata_url)
     engine = db.make_engine(settings.metadata_url)
@@ -285,5 +285,5 @@ def _migrate(args: argparse.Namespace) -> int:
         return 1
     finally:
         engine.dispose()
-    print(f"metadata database {_redact(settings.metadata_url)} at revision {revision}")
+    print(f"metadata database {redact_dsn(settings.metadata_url)} at revision {revision}")
     return 0

@@ -27,7 +27,7 @@ from latencylens_collector.rows import (
     SPAN_COLUMNS,
     SpanRow,
 )
-from latencylens_collector.settings import Settings, _redact, chdb_path, is_chdb
+from latencylens_collector.settings import Settings, chdb_path, is_chdb, redact_dsn
 
 if TYPE_CHECKING:
     from latencylens_collector.migrate import Migration
@@ -193,7 +193,7 @@ class Store:
                     return clickhouse_connect.get_client(dsn=dsn)
                 return clickhouse_connect.get_client(dsn=dsn, connect_timeout=3, send_receive_timeout=30)
         except (ClickHouseError, OSError) as exc:
-            raise StorageUnavailable(f"cannot reach ClickHouse at {_redact(dsn)}: {exc}") from exc
+            raise StorageUnavailable(f"cannot reach ClickHouse at {redact_dsn(dsn)}: {exc}") from exc
 
     @contextlib.contextmanager
     def _guard(self, what: str) -> Iterator[Client]:

@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from latencylens_collector.metadata import db
 from latencylens_collector.scheduler import Scheduler
-from latencylens_collector.settings import Settings, _redact
+from latencylens_collector.settings import Settings, redact_dsn
 from latencylens_collector.slo.definitions import load_file
 from latencylens_collector.slo.evaluator import Evaluator
 from latencylens_collector.slo.exposition import SLO_COLLECTOR
@@ -63,7 +63,7 @@ class SloService:
             try:
                 db.upgrade(self.engine)
             except SQLAlchemyError as exc:
-                url = _redact(self.settings.metadata_url)
+                url = redact_dsn(self.settings.metadata_url)
                 raise SloUnavailable(f"metadata database {url} unavailable: {exc}") from exc
             self._ready = True
 
