@@ -94,7 +94,8 @@ PROVIDER_EXTRACT_ERRORS: Final = "latencylens.provider.extract_errors"
 STREAM_FIRST_CONTENT_NS: Final = "latencylens.stream.first_content_ns"
 """ns from call start to the first chunk with non-empty content (TTFT, client-measured)."""
 STREAM_LAST_CHUNK_NS: Final = "latencylens.stream.last_chunk_ns"
-"""ns from call start to the last chunk received."""
+"""ns from call start to the end of generation, where decode ends: the last chunk received, or the
+last content chunk when the provider's stream ends with bookkeeping events (Anthropic)."""
 STREAM_CHUNKS: Final = "latencylens.stream.chunks"
 """Number of chunks the stream delivered (all of them, empty ones included)."""
 STREAM_CONTENT_CHUNKS: Final = "latencylens.stream.content_chunks"
@@ -147,6 +148,12 @@ END_COMPLETED: Final = "completed"
 END_ABANDONED: Final = "abandoned"
 END_ERROR: Final = "error"
 
+# Derived by the collector when it reads a whole trace; the SDK never writes these.
+SAME_CALL_AS: Final = "latencylens.same_call_as"
+"""On a span that describes a model call another span counts: that span's id (hex). It owns no time."""
+WRAPS_MODEL_CALLS: Final = "latencylens.wraps_model_calls"
+"""On a model span around several model calls: how many; it is application work around them."""
+
 ALL_OWN_ATTRIBUTES: Final = (
     SPAN_KIND,
     PROVIDER_QUEUE_NS,
@@ -177,5 +184,7 @@ ALL_OWN_ATTRIBUTES: Final = (
     PROVENANCE_SERVER_TOTAL,
     PROVENANCE_TTFT,
     PROVENANCE_ITL,
+    SAME_CALL_AS,
+    WRAPS_MODEL_CALLS,
 )
 """Every ``latencylens.`` name above, for tests that pin the namespace."""

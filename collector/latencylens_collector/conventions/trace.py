@@ -1,10 +1,17 @@
 """Trace-level reading: spans that only mean something together.
 
-vLLM's ``llm_request`` server span is a descendant of the client's model-call span. Its reported
-queue, prefill and decode replace whatever the client estimated for that call, network becomes
-client duration − server e2e, and the server span itself is not counted again (not as app time,
-not as a second model call). A vLLM span with no client model call above it (vLLM called without
-trace context) is the model call itself: its duration is the server's e2e and it has no network.
+Two rules need the trace, both applied by :func:`resolve_trace`:
+
+* **Spans of the same call** (:mod:`.same_call`): when several instrumentations describe one model
+  call, one span counts it and takes what it lacks from the others; the others own no time.
+* **vLLM server spans**: vLLM's ``llm_request`` span is a descendant of the client's model-call
+  span. Its reported queue, prefill and decode replace whatever the client estimated for that call,
+  network becomes client duration − server e2e, and the server span itself is not counted again
+  (not as app time, not as a second model call). A vLLM span with no client model call above it
+  (vLLM called without trace context) is the model call itself: its duration is the server's e2e
+  and it has no network.
+
+Ancestors are found in one pass (:class:`.lineage.Lineage`), so a deep trace costs linear time.
 """
 
 from __future__ import annotations
@@ -14,8 +21,18 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions import vllm
+from latencylens_collector.conventions import logfire, openlit, vllm
+from latencylens_collector.conventions.lineage import Lineage
 from latencylens_collector.conventions.reading import canonical_attributes
+from latencylens_collector.conventions.same_call import (
+    KIND_MODEL_WRAPPER,
+    KIND_SAME_CALL,
+    SameCalls,
+    find_same_calls,
+    is_application_work,
+    is_client_call,
+    merged_attributes,
+)
 from latencylens_collector.conventions.values import first_seconds_ns
 from latencylens_collector.rows import SpanRow
 
@@ -26,52 +43,63 @@ KIND_MODEL_SERVER: Final = "model_server"
 def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
     """One trace's spans as attribution should see them (idempotent; the input is not changed).
 
-    Model spans get canonical attributes (:func:`canonical_attributes`); a client model call with
-    a vLLM server span below it gets the server's timing; that server span becomes
-    :data:`KIND_MODEL_SERVER`; a vLLM span without a client call becomes a model call of its own.
+    Model spans get canonical attributes (:func:`canonical_attributes`); spans of one call become
+    one model call and :data:`KIND_SAME_CALL` spans below it, a model span around several calls
+    becomes :data:`KIND_MODEL_WRAPPER` (application work); a client model call with a vLLM server
+    span below it gets the server's timing; that server span becomes :data:`KIND_MODEL_SERVER`; a
+    vLLM span without a client call becomes a model call of its own. First, what other spans say
+    about a model span is read into it (Logfire's stream-end log, OpenLIT's HTTP child).
     """
-    by_id = {row.span_id: row for row in spans}
+    spans = openlit.with_stream_start(logfire.resolve(spans))
+    lineage = Lineage(spans, is_call=is_client_call, passable=is_application_work)
+    calls = find_same_calls(lineage)
     servers = [row for row in spans if vllm.is_server_span(row.attributes)]
     server_rows = {id(row) for row in servers}
     owners: dict[bytes, bytes] = {}
     for server in servers:
-        owner = _model_ancestor(server, by_id)
-        if owner is not None:
-            owners[server.span_id] = owner.span_id
-    server_of = _latest_server_per_client(owners, by_id)
+        client = _calling_model(server.span_id, lineage, calls)
+        if client is not None:
+            owners[server.span_id] = client
+    server_of = _latest_server_per_client(owners, lineage.by_id)
     resolved = []
     for row in spans:
+        parent = calls.parents.get(row.span_id, row.parent_span_id)
         if row.span_id in owners:
             resolved.append(dataclasses.replace(row, kind=KIND_MODEL_SERVER))
         elif id(row) in server_rows:
             resolved.append(_server_as_model_call(row))
+        elif row.span_id in calls.wrapped:
+            attributes = {**row.attributes, semconv.WRAPS_MODEL_CALLS: str(calls.wrapped[row.span_id])}
+            resolved.append(dataclasses.replace(row, kind=KIND_MODEL_WRAPPER, attributes=attributes))
+        elif row.span_id in calls.owner_of:
+            attributes = {**row.attributes, semconv.SAME_CALL_AS: calls.owner_of[row.span_id].hex()}
+            resolved.append(
+                dataclasses.replace(row, kind=KIND_SAME_CALL, parent_span_id=parent, attributes=attributes)
+            )
         elif row.kind == semconv.KIND_MODEL:
             attributes = canonical_attributes(row.attributes, row.duration_ns)
+            others = calls.members.get(row.span_id)
+            if others:
+                attributes = merged_attributes(row, attributes, others)
             matched = server_of.get(row.span_id)
             if matched is not None:
                 attributes = _with_server_timing(attributes, matched)
             # Our SDK's spans are canonical already: keep the row rather than copy it.
-            resolved.append(
-                row if attributes == row.attributes else dataclasses.replace(row, attributes=attributes)
-            )
+            if attributes == row.attributes and parent == row.parent_span_id:
+                resolved.append(row)
+            else:
+                resolved.append(dataclasses.replace(row, parent_span_id=parent, attributes=attributes))
         else:
             resolved.append(row)
     return resolved
 
 
-def _model_ancestor(span: SpanRow, by_id: Mapping[bytes, SpanRow]) -> SpanRow | None:
-    """The nearest stored ancestor that is a client-side model call, or None."""
-    seen = {span.span_id}
-    current = span
-    while current.has_parent:
-        parent = by_id.get(current.parent_span_id)
-        if parent is None or parent.span_id in seen:
-            return None
-        if parent.kind == semconv.KIND_MODEL and not vllm.is_server_span(parent.attributes):
-            return parent
-        seen.add(parent.span_id)
-        current = parent
-    return None
+def _calling_model(server_id: bytes, lineage: Lineage, calls: SameCalls) -> bytes | None:
+    """The model call a server span serves: the nearest client call above it, counted once."""
+    client = lineage.nearest_call(server_id)
+    while client is not None and client in calls.wrapped:
+        client = lineage.nearest_call(client)
+    return None if client is None else calls.owner(client)
 
 
 def _latest_server_per_client(
@@ -102,6 +130,7 @@ def _with_server_timing(client: Mapping[str, str], server: SpanRow) -> dict[str,
         if key.startswith(("gen_ai.usage.", semconv.GEN_AI_RESPONSE_MODEL)):
             merged.setdefault(key, value)
     merged.setdefault(semconv.GEN_AI_PROVIDER_NAME, vllm.PROVIDER)
+    merged.update(vllm.reported_first_token(merged, server.attributes))  # when the client has none
     return merged
 
 
@@ -113,7 +142,6 @@ def _server_as_model_call(row: SpanRow) -> SpanRow:
     timing = vllm.server_timing(row.attributes)
     timing[semconv.PROVIDER_SERVER_TOTAL_NS] = duration
     attributes.update({key: str(value) for key, value in timing.items()})
-    for key, value in vllm.server_stream_offsets(row.attributes).items():
-        attributes.setdefault(key, str(value))
+    attributes.update(vllm.reported_first_token(attributes, row.attributes))
     attributes.setdefault(semconv.GEN_AI_PROVIDER_NAME, vllm.PROVIDER)
     return dataclasses.replace(row, kind=semconv.KIND_MODEL, duration_ns=duration, attributes=attributes)

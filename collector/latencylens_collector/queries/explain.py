@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.conventions.same_call import same_call_marks
+from latencylens_collector.conventions.trace import resolve_trace
 from latencylens_collector.explain import explain
 from latencylens_collector.ingest import attribute, span_hex
 from latencylens_collector.models import Explanation, RequestDetail, SpanTree
@@ -47,6 +49,7 @@ def span_tree(spans: Sequence[SpanRow]) -> list[SpanTree]:
     """Nest spans under their parents. Spans whose parent is missing hang under the root, as in
     attribution; other parentless spans are extra top-level entries."""
     breakdown = attribute(spans)
+    marks = same_call_marks(resolve_trace(spans))  # spans of one call: which one counts it
     critical = breakdown.span_critical_ns if breakdown else {}
     self_ns = breakdown.span_self_ns if breakdown else {}
     root_id = breakdown.root_span_id if breakdown else None
@@ -69,7 +72,7 @@ def span_tree(spans: Sequence[SpanRow]) -> list[SpanTree]:
             critical_share=on_path / e2e if e2e > 0 else 0.0,
             status=STATUS_NAMES.get(row.status_code, "unset"),
             status_message=row.status_message,
-            attributes=dict(row.attributes),
+            attributes={**row.attributes, **marks.get(row.span_id, {})},
         )
     attached: dict[str, str] = {}
     top: list[SpanTree] = []
