@@ -250,6 +250,8 @@ def test_stats_by_model(loaded) -> None:
             "queue": 80 / 600,
             "prefill": 20 / 600,
             "decode": 360 / 600,
+            "inference": 0,
+            "server_other": 0,
             "model_unattributed": 0,
         }
     )
@@ -358,7 +360,13 @@ def test_compare_names_the_component_and_group_that_moved(shifted) -> None:
         "b_ns": bf16(180 * MS),
         "delta_ns": bf16(180 * MS) - bf16(30 * MS),
     }
-    assert {c["name"]: c["delta_ns"] for c in rest} == {"network": 0, "prefill": 0, "model_unattributed": 0}
+    assert {c["name"]: c["delta_ns"] for c in rest} == {
+        "network": 0,
+        "prefill": 0,
+        "server_other": 0,
+        "inference": 0,
+        "model_unattributed": 0,
+    }
     groq, openai = body["groups"]
     assert groq["key"] == {"provider": "groq", "model": "m1"}
     assert groq["delta_ns"] == bf16(210 * MS) - bf16(60 * MS)
@@ -367,6 +375,81 @@ def test_compare_names_the_component_and_group_that_moved(shifted) -> None:
     assert openai["delta_ns"] == 0
     # bf16 keeps 8 significant bits: 210 ms → 209.7 ms, 70 ms → 69.9 ms, 180 → 179.3, 30 → 29.9.
     assert body["summary"] == "p95 TTFT +140 ms, of which queue +149 ms on provider groq, model m1"
+
+
+# TGI reports queue, inference (prefill + decode together) and a total; parts in ms as attribution
+# gives them for its reconstructed headers (x-queue-time 15, x-inference-time 1217, x-total-time 1234)
+# on a 1300 ms call: network 1300 − 1234 = 66, server other 1234 − 15 − 1217 = 2.
+TGI_PROVENANCE = {
+    "network": "derived",
+    "queue": "reported",
+    "inference": "reported",
+    "server_other": "derived",
+}
+
+
+def tgi_row(n: int, start_ns: int, inference_ms: int) -> dict:
+    row = request_row(
+        n,
+        start_ns,
+        {"network": 66, "queue": 15, "inference": inference_ms, "server_other": 2},
+        model="llama-3.1-8b",
+        provider="tgi",
+    )
+    row["provenance"] = TGI_PROVENANCE
+    return row
+
+
+def test_unsplit_inference_in_requests_detail_stats_and_compare(collector) -> None:
+    """Range A (3 h ago): three TGI calls with inference 1217 ms; range B (2 h ago): 1417 ms."""
+    a0 = hour_start(-3)
+    collector.store.upsert_requests(
+        [tgi_row(n, a0 + 60 * n * S, 1217) for n in (1, 2, 3)]
+        + [tgi_row(n, a0 + (3600 + 60 * n) * S, 1417) for n in (4, 5, 6)]
+    )
+    since, middle, until = a0 // S, a0 // S + 3600, a0 // S + 7200
+
+    listed = ok(api(collector.url, "/api/requests", since=since, until=until))["requests"]
+    assert [r["e2e_ns"] for r in listed] == [1500 * MS] * 3 + [1300 * MS] * 3  # 66 + 15 + 1417 + 2
+    assert listed[0]["parts"]["inference"] == 1417 * MS
+    assert listed[0]["parts"]["server_other"] == 2 * MS
+    assert listed[0]["parts"]["prefill"] == listed[0]["parts"]["decode"] == 0
+    assert listed[0]["provenance"]["inference"] == "reported"
+
+    detail = ok(api(collector.url, f"/api/requests/{trace_id(1).hex()}"))
+    assert detail["explanation"]["dominant"] == "inference"
+    # 1217 / 1300 = 94 %
+    assert detail["explanation"]["sentence"] == (
+        "Prefill + decode (not split by the provider) on llama-3.1-8b (tgi) took 1.22 s of the request's "
+        "1.30 s (94%); tgi reported queue 15 ms and inference (prefill + decode, not split) 1.22 s; "
+        "2.0 ms of server time outside them."
+    )
+
+    (group,) = ok(api(collector.url, "/api/stats", since=since, until=until, by="provider"))["groups"]
+    assert group["key"] == {"provider": "tgi"}
+    inference = group["components"]["inference"]
+    # Six values [1217×3, 1417×3]: p50 rank 3 → 1217, p90 rank ceil(5.4) = 6 → 1417.
+    assert (inference["p50"], inference["p90"]) == (bf16(1217 * MS), bf16(1417 * MS))
+    # Shares of 3 × 1300 + 3 × 1500 = 8400 ms: inference 3 × 1217 + 3 × 1417 = 7902, other 6 × 2 = 12.
+    assert inference["share"] == pytest.approx(7902 / 8400)
+    assert group["components"]["server_other"]["share"] == pytest.approx(12 / 8400)
+    assert group["components"]["server_other"]["p99"] == bf16(2 * MS)
+
+    body = ok(
+        api(
+            collector.url,
+            "/api/compare",
+            a_since=since,
+            a_until=middle,
+            b_since=middle,
+            b_until=until,
+            metric="e2e",
+            quantile="p50",
+        )
+    )
+    top = body["components"][0]
+    assert (top["name"], top["delta_ns"]) == ("inference", bf16(1417 * MS) - bf16(1217 * MS))
+    assert body["summary"].startswith("p50 end-to-end +") and ", of which inference +" in body["summary"]
 
 
 def test_compare_ranges_may_overlap(shifted) -> None:

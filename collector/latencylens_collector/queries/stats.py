@@ -17,10 +17,12 @@ from typing import Any, Final
 from latencylens_collector.attribution import (
     COMPONENTS,
     DECODE,
+    INFERENCE,
     MODEL_UNATTRIBUTED,
     NETWORK,
     PREFILL,
     QUEUE,
+    SERVER_OTHER,
 )
 from latencylens_collector.models import ComponentStats, Quantiles, StatsGroup, StatsResponse
 from latencylens_collector.queries._common import (
@@ -43,12 +45,13 @@ METRIC_COLUMNS: Final = {"e2e": "e2e_ns", "ttft": "ttft_ns", "itl": "itl_ns"}
 """Metric name → request column (integer ns; TTFT and ITL are null without a streamed call)."""
 METRIC_COMPONENTS: Final[dict[str, tuple[str, ...]]] = {
     "e2e": COMPONENTS,
-    "ttft": (NETWORK, QUEUE, PREFILL, MODEL_UNATTRIBUTED),
-    "itl": (DECODE,),
+    "ttft": (NETWORK, QUEUE, SERVER_OTHER, PREFILL, INFERENCE, MODEL_UNATTRIBUTED),
+    "itl": (DECODE, INFERENCE),
 }
 """The critical-path components each metric is made of. TTFT is everything before the first token
-(network, queue, prefill, and model time the provider did not split); ITL is decode spread over
-the output tokens."""
+(network, queue, the server's other work, prefill, and model time the provider did not split); ITL
+is decode spread over the output tokens. An unsplit inference holds prefill and decode, so it
+counts toward both."""
 BUCKETS: Final = {"1m": 60, "5m": 300, "1h": 3600, "1d": 86_400}
 """Time bucket name → seconds; buckets are aligned on the epoch (so days start at 00:00 UTC)."""
 

@@ -15,10 +15,12 @@ from typing import Final
 from latencylens_collector.attribution import (
     COMPONENTS,
     DECODE,
+    INFERENCE,
     MODEL_UNATTRIBUTED,
     NETWORK,
     PREFILL,
     QUEUE,
+    SERVER_OTHER,
 )
 from latencylens_collector.slo import burn
 from latencylens_collector.slo.definitions import (
@@ -39,9 +41,9 @@ Clock = Callable[[], int]
 
 CAUSE_COMPONENTS: Final[Mapping[str, tuple[str, ...]]] = {
     # Time to first token is spent before the stream starts: decode and application work cannot
-    # explain it.
-    "ttft": (QUEUE, PREFILL, NETWORK, MODEL_UNATTRIBUTED),
-    "itl": (DECODE, NETWORK, MODEL_UNATTRIBUTED),
+    # explain it. An unsplit inference holds prefill and decode, so it can explain a breach of either.
+    "ttft": (QUEUE, PREFILL, INFERENCE, SERVER_OTHER, NETWORK, MODEL_UNATTRIBUTED),
+    "itl": (DECODE, INFERENCE, NETWORK, MODEL_UNATTRIBUTED),
     "e2e": COMPONENTS,
 }
 """Components that can explain a breach of each metric."""

@@ -11,6 +11,9 @@ from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
 from latencylens_collector.api.params import TIME_HELP, FiltersDep, GroupByQuery
 from latencylens_collector.models import CompareResponse
 
+_COMPONENTS_HELP = "; ".join(
+    f"{metric} = {', '.join(names)}" for metric, names in queries.METRIC_COMPONENTS.items() if metric != "e2e"
+)
 router = APIRouter(prefix="/api/compare", tags=["compare"])
 
 
@@ -19,7 +22,7 @@ router = APIRouter(prefix="/api/compare", tags=["compare"])
     summary="Compare two time ranges",
     description="The metric's percentile in range A and range B (default: B the last hour, A the "
     "hour before), the change of each of its components, per group, and a one-line summary. "
-    "Components: e2e = all; ttft = network, queue, prefill, model_unattributed; itl = decode.",
+    f"Components: e2e = all; {_COMPONENTS_HELP}.",
 )
 def get_compare(
     store: StoreDep,
