@@ -13,10 +13,12 @@ from typing import Any
 from latencylens_collector.attribution import (
     APPLICATION_COMPONENTS,
     DECODE,
+    INFERENCE,
     MODEL_UNATTRIBUTED,
     NETWORK,
     PREFILL,
     QUEUE,
+    SERVER_OTHER,
 )
 from latencylens_collector.settings import (
     DEFAULT_DATABASE,
@@ -38,8 +40,13 @@ SLOW_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("queue", (QUEUE,)),
     ("prefill", (PREFILL,)),
     ("decode", (DECODE,)),
+    ("inference", (INFERENCE,)),
+    ("server other", (SERVER_OTHER,)),
     ("unattributed", (MODEL_UNATTRIBUTED,)),
 )
+OPTIONAL_SLOW_COLUMNS: frozenset[str] = frozenset({"inference", "server other"})
+"""Shown only when a listed request has them: only providers that do not split prefill from
+decode report them."""
 
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -215,9 +222,21 @@ def render_slow_table(requests: Sequence[Mapping[str, Any]], console: Any) -> No
         return
     width = int(getattr(console, "width", 0) or 0)
     wide, narrow = width >= FULL_ID_WIDTH, width < MEDIUM_WIDTH
+    columns = [
+        (header, names)
+        for header, names in SLOW_COLUMNS
+        if header not in OPTIONAL_SLOW_COLUMNS
+        or any(request.get("parts", {}).get(name, 0) for request in requests for name in names)
+    ]
+    caption = "app = retrieval + tool + other application time; unattributed = model time not split"
+    if any(header in OPTIONAL_SLOW_COLUMNS for header, _ in columns):
+        caption += (
+            "; inference = prefill + decode, not split by the provider; server other = its server"
+            " time outside queue and inference"
+        )
     table = Table(
         title="Slowest requests (ms on the critical path)",
-        caption="app = retrieval + tool + other application time; unattributed = model time not split",
+        caption=caption,
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
@@ -227,7 +246,7 @@ def render_slow_table(requests: Sequence[Mapping[str, Any]], console: Any) -> No
     table.add_column("service / name", overflow="fold")
     if not narrow:
         table.add_column("model", overflow="fold")
-    for header in ("e2e", *(header for header, _ in SLOW_COLUMNS)):
+    for header in ("e2e", *(header for header, _ in columns)):
         table.add_column(header, justify="right", no_wrap=True)
     for request in requests:
         parts = request.get("parts", {})
@@ -239,7 +258,7 @@ def render_slow_table(requests: Sequence[Mapping[str, Any]], console: Any) -> No
         if not narrow:
             cells.append(request.get("model") or "-")
         cells.append(_ms(request["e2e_ns"]))
-        cells.extend(_ms(sum(parts.get(name, 0) for name in names)) for _, names in SLOW_COLUMNS)
+        cells.extend(_ms(sum(parts.get(name, 0) for name in names)) for _, names in columns)
         table.add_row(*cells)
     console.print(table)
 

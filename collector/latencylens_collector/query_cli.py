@@ -180,10 +180,13 @@ def render_explanation(detail: Mapping[str, Any], console: Any) -> None:
         f"dominant: {explanation['dominant']} {ms(explanation['dominant_ns'])} ms "
         f"({explanation['share']:.0%}, {explanation['provenance']})"
     )
+    # The components this request has, as in the web UI's breakdown: all ten would not fit.
+    busy = detail.get("busy") or {}
+    shown = [name for name in COMPONENTS if detail["parts"].get(name, 0) or busy.get(name, 0)]
     parts = Table(title="Critical path (ms)", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("e2e", *COMPONENTS):
+    for name in ("e2e", *shown):
         parts.add_column(name, justify="right")
-    parts.add_row(ms(detail["e2e_ns"]), *(ms(detail["parts"].get(name, 0)) for name in COMPONENTS))
+    parts.add_row(ms(detail["e2e_ns"]), *(ms(detail["parts"].get(name, 0)) for name in shown))
     console.print(parts)
     tree = Table(title="Spans", box=box.SIMPLE_HEAD, pad_edge=False)
     tree.add_column("span", overflow="fold")

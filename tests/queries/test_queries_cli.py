@@ -83,6 +83,39 @@ def test_compare_table(loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     assert json.loads(capsys.readouterr().out)["groups"][0]["key"] == {"model": "m-big"}
 
 
+def test_explain_and_slow_show_unsplit_inference(collector, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TGI call as attribution splits its reconstructed headers (x-queue-time 15, x-inference-time
+    1217, x-total-time 1234 ms) over 1300 ms: network 66, server other 1234 − 15 − 1217 = 2."""
+    row = request_row(
+        7,
+        time.time_ns() - 3600 * S,
+        {"network": 66, "queue": 15, "inference": 1217, "server_other": 2},
+        model="llama-3.1-8b",
+        provider="tgi",
+    )
+    row["provenance"] = {
+        "network": "derived",
+        "queue": "reported",
+        "inference": "reported",
+        "server_other": "derived",
+    }
+    collector.store.upsert_requests([row])
+    monkeypatch.setenv("COLUMNS", "300")
+    assert main(["explain", trace_id(7).hex(), "--url", collector.url]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "tgi reported queue 15 ms and inference (prefill + decode, not split) 1.22 s; 2.0 ms of server" in out
+    )
+    # The parts table lists the components this request has, the two new ones included.
+    header = next(line for line in out.splitlines() if line.split()[:1] == ["e2e"])
+    assert header.split() == ["e2e", "network", "queue", "inference", "server_other"]
+    assert "1217.0" in out and "2.0" in out
+    assert main(["slow", "--url", collector.url]) == 0
+    out = capsys.readouterr().out
+    assert "inference" in out and "server other" in out and "1217.0" in out
+    assert "inference = prefill + decode, not split by the provider" in out
+
+
 def test_slow_pages_with_cursor(loaded, capsys) -> None:
     assert main(["slow", "--url", loaded.url, "--limit", "2", "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
