@@ -15,7 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
-from ui_seed import KNOWN_SPANS, Seeded, seed
+from ui_seed import KNOWN_SPANS, TGI_TRACE, Seeded, seed, tgi_request
+
+from latencylens_collector.ingest import Ingestor
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright missing (the test extra has it)")
 
@@ -42,12 +44,16 @@ RGB = {
     "queue": "rgb(209, 73, 91)",
     "prefill": "rgb(155, 95, 192)",
     "decode": "rgb(42, 157, 111)",
+    "inference": "rgb(19, 138, 138)",
+    "server_other": "rgb(176, 122, 161)",
 }
 # Snippets evaluated in the page (as functions: the UI's CSP forbids eval).
 TEXTS = "els => els.map(e => e.textContent)"
 COLOURS = "els => els.map(e => [e.dataset.component, getComputedStyle(e).backgroundColor])"
 BAR_COLOURS = """els => els.map(e => [e.dataset.component,
     [...e.children].map(c => [c.dataset.component || null, getComputedStyle(c).backgroundColor])])"""
+KEY = """els => els.map(e => [e.dataset.component, e.textContent,
+    getComputedStyle(e.firstChild).backgroundColor])"""
 FACTS = """els => els.map(e => [e.dataset.fact,
     e.querySelector('.value').textContent + ' | ' + (e.querySelector('.prov')?.textContent || '')])"""
 BREAKDOWN = (
@@ -251,6 +257,41 @@ def test_ui_request_page_waterfall_order_colours_and_numbers(
         page.locator("#waterfall .wf-attrs:not([hidden])").text_content().count("gen_ai.request.model") == 1
     )
     shot(page, "request-waterfall")
+
+
+def test_ui_request_page_shows_unsplit_inference_with_its_colour_and_legend(
+    browser: Browser, seeded_collector: tuple[Any, Seeded]
+) -> None:
+    collector, _ = seeded_collector
+    assert Ingestor(collector.store).ingest(tgi_request(time.time_ns() - 5 * 60 * 1_000_000_000)) == 1
+    page = browser.open(f"/ui/requests/{TGI_TRACE}")
+    bars = page.locator("#waterfall .wf-row[data-span-id] .wf-bar").evaluate_all(BAR_COLOURS)
+    assert [component for component, _ in bars] == ["app_other", "model"]
+    # The call's 1300 ms: network 66, queue 15, inference 1217, server other 2 (ui_seed.tgi_request).
+    parts = ("network", "queue", "inference", "server_other")
+    assert bars[1][1] == [[name, RGB[name]] for name in parts]
+    key = page.locator("#waterfall-key > span").evaluate_all(KEY)
+    assert [name for name, _, _ in key] == list(parts)
+    legend = {name: (text, colour) for name, text, colour in key}
+    assert legend["inference"] == (
+        "inference — prefill + decode, not split by the provider",
+        RGB["inference"],
+    )
+    assert legend["server_other"] == (
+        "server, other — provider server time outside queue and inference (validation, tokenization)",
+        RGB["server_other"],
+    )
+    breakdown = dict(page.locator("#breakdown tbody tr").evaluate_all(BREAKDOWN))
+    assert breakdown["inference"] == "1.22 s reported"
+    assert breakdown["server_other"] == "2.0 ms derived"
+    assert breakdown["network"] == "66.0 ms derived"
+    assert "prefill" not in breakdown and "decode" not in breakdown
+    assert page.locator("#explanation").text_content() == (
+        "Prefill + decode (not split by the provider) on llama-3.1-8b (tgi) took 1.22 s of the request's "
+        "1.40 s (87%); tgi reported queue 15 ms and inference (prefill + decode, not split) 1.22 s; "
+        "2.0 ms of server time outside them."
+    )
+    shot(page, "request-unsplit-inference")
 
 
 def test_ui_unknown_request_says_so(browser: Browser) -> None:

@@ -123,6 +123,35 @@ def known_request(start_ns: int) -> list[SpanRow]:
     ]
 
 
+TGI_TRACE = "7" * 32
+"""Trace id of a request to a provider that does not split prefill from decode (TGI)."""
+
+
+def tgi_request(start_ns: int) -> list[SpanRow]:
+    """1400 ms: root 0–1400, one TGI call 50–1350 ms with the attributes the SDK's TGI adapter
+    writes from the reconstructed headers (x-queue-time 15, x-inference-time 1217, x-total-time
+    1234 ms, x-prompt-tokens 28, x-generated-tokens 100).
+
+    Critical path: app 50 + 50 = 100 ms; the call's 1300 ms = network 1300 − 1234 = 66 + queue 15 +
+    inference 1217 + server other 1234 − 15 − 1217 = 2.
+    """
+    trace = bytes.fromhex(TGI_TRACE)
+    attrs = {
+        semconv.GEN_AI_OPERATION_NAME: semconv.OPERATION_CHAT,
+        semconv.GEN_AI_REQUEST_MODEL: "llama-3.1-8b",
+        semconv.GEN_AI_PROVIDER_NAME: "tgi",
+        semconv.PROVIDER_QUEUE_NS: 15 * MS,
+        semconv.PROVIDER_INFERENCE_NS: 1_217 * MS,
+        semconv.PROVIDER_SERVER_TOTAL_NS: 1_234 * MS,
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: 28,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 100,
+    }
+    return [
+        _span(trace, 1, 0, "POST /ask", "request", start_ns, 1_400 * MS, "chat-api"),
+        _span(trace, 2, 1, "chat llama-3.1-8b", "model", start_ns + 50 * MS, 1_300 * MS, "chat-api", attrs),
+    ]
+
+
 def varied_request(index: int, start_ns: int, rng: random.Random) -> tuple[list[SpanRow], str, int]:
     model, provider, service, route = [
         ("llama-3.3-70b", "groq", "chat-api", "POST /chat"),

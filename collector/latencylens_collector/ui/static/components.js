@@ -1,9 +1,12 @@
 // The components of a request's time, in display order, with their labels. Colours live in app.css
 // (class c-<name>) so HTML bars, SVG charts and the Grafana dashboards share one palette.
 export const COMPONENTS = [
-  "retrieval", "tool", "app_other", "network", "queue", "prefill", "decode", "model_unattributed",
+  "retrieval", "tool", "app_other", "network", "queue", "prefill", "decode", "inference", "server_other",
+  "model_unattributed",
 ];
-export const MODEL_COMPONENTS = ["network", "queue", "prefill", "decode", "model_unattributed"];
+export const MODEL_COMPONENTS = [
+  "network", "queue", "prefill", "decode", "inference", "server_other", "model_unattributed",
+];
 
 export const LABELS = {
   retrieval: "retrieval",
@@ -13,6 +16,8 @@ export const LABELS = {
   queue: "queue",
   prefill: "prefill",
   decode: "decode",
+  inference: "inference",
+  server_other: "server, other",
   model_unattributed: "model, unattributed",
 };
 
@@ -24,6 +29,8 @@ export const DESCRIPTIONS = {
   queue: "waiting in the provider's queue",
   prefill: "processing the prompt",
   decode: "generating output tokens",
+  inference: "prefill + decode, not split by the provider",
+  server_other: "provider server time outside queue and inference (validation, tokenization)",
   model_unattributed: "model call time the provider's numbers do not account for",
 };
 

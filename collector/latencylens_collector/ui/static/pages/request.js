@@ -74,6 +74,13 @@ function modelSegments(detail) {
   return MODEL_COMPONENTS.filter((name) => detail.parts[name] > 0).map((name) => [name, detail.parts[name] / total]);
 }
 
+// The key to a model call's colours in the waterfall: each part's name and what it means.
+function waterfallKey(segments) {
+  if (!segments) return null;
+  return h("div", { class: "key", id: "waterfall-key" }, segments.map(([name]) => h("span", { "data-component": name },
+    h("span", { class: `chip c-${name}` }), `${LABELS[name]} — ${DESCRIPTIONS[name]}`)));
+}
+
 function waterfall(detail) {
   const rows = flatten(detail.spans);
   const t0 = Math.min(...rows.map((r) => r.span.start_ns));
@@ -152,7 +159,8 @@ export async function render(root, traceId) {
     h("h2", { text: "Where the time went" }),
     breakdownTable(detail),
     h("h2", { text: "Spans" }),
-    h("p", { class: "muted", text: "Bars on the request's time axis, coloured by component; outlined bars are on the critical path. Model calls are split into network, queue, prefill and decode in proportion" + (detail.model_calls === 1 ? "." : " only when the request made one call.") + " Click a span for its attributes." }),
+    h("p", { class: "muted", text: "Bars on the request's time axis, coloured by component; outlined bars are on the critical path. Model calls are split into their parts (network, queue, prefill and decode, or the inference of a provider that does not split them) in proportion" + (detail.model_calls === 1 ? "." : " only when the request made one call.") + " Click a span for its attributes." }),
+    waterfallKey(modelSegments(detail)),
     waterfall(detail));
   root.dataset.state = "ready";
 }
