@@ -108,6 +108,28 @@ def seed_rows() -> list[SpanRow]:
     return rows
 
 
+def tgi_rows() -> list[SpanRow]:
+    """A fourth request, at 12:01:00, to TGI, which reports prefill + decode as one number.
+
+    The SDK's TGI adapter wrote these from the reconstructed headers x-queue-time 15, x-inference-time
+    1217, x-total-time 1234 ms. Root 0–1400 ms, model call 50–1350 ms (1300 ms): app 100, network
+    1300 − 1234 = 66, queue 15, inference 1217, server other 1234 − 15 − 1217 = 2.
+    """
+    attrs = {
+        semconv.GEN_AI_REQUEST_MODEL: "llama-3.1-8b",
+        semconv.GEN_AI_PROVIDER_NAME: "tgi",
+        semconv.PROVIDER_QUEUE_NS: 15 * MS,
+        semconv.PROVIDER_INFERENCE_NS: 1217 * MS,
+        semconv.PROVIDER_SERVER_TOTAL_NS: 1234 * MS,
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: 28,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 100,
+    }
+    return [
+        _span(4, 1, 0, "POST /ask", "request", 60_000, 1400),
+        _span(4, 2, 1, "chat llama-3.1-8b", "model", 60_050, 1300, **attrs),
+    ]
+
+
 @pytest.fixture
 def seeded(store: Store) -> Store:
     assert Ingestor(store).ingest(seed_rows()) == 3
@@ -245,6 +267,38 @@ def test_dashboards_numbers_match_the_seeded_requests(seeded: Store) -> None:
     assert {r["trace_id"] for r in slowest} == {f"{n:032x}" for n in (1, 2, 3)}
     span_names = {r["name"]: r for r in results["latencylens-breakdown:Span names by p95 duration"]}
     assert span_names["retrieve"]["p95"] == pytest.approx(40 * MS)
+
+
+@pytest.mark.parametrize("selection", SELECTIONS)
+def test_dashboards_show_unsplit_inference_and_the_servers_other_time(store: Store, selection: str) -> None:
+    assert Ingestor(store).ingest(seed_rows() + tgi_rows()) == 4
+    results = {}
+    for name, panel in panels():  # every panel still runs, with the fourth request in
+        rows = store.query(expand(panel["targets"][0]["rawSql"], SELECTIONS[selection], store.database))
+        assert rows, f"{name}: no rows for {selection}"
+        results[name] = rows
+    if selection != "all services and models":
+        return  # one model selected: the TGI request is filtered out; the queries still ran
+    shares = {
+        r["model_provider"]: r
+        for r in results["latencylens-breakdown:Share of end-to-end time by model and provider"]
+    }
+    tgi = shares["llama-3.1-8b · tgi"]
+    # Shares of its 1400 ms: inference 1217, network 66, queue 15, server other 2, app 100.
+    assert tgi["inference"] == pytest.approx(1217 / 1400)
+    assert tgi["server_other"] == pytest.approx(2 / 1400)
+    assert tgi["network"] == pytest.approx(66 / 1400)
+    assert tgi["prefill"] == tgi["decode"] == tgi["model_unattributed"] == 0
+    assert sum(tgi[c] for c in COMPONENTS) == pytest.approx(1.0)
+    assert shares["llama-3.3-70b · groq"]["inference"] == 0
+    slowest = {r["trace_id"]: r["dominant"] for r in results["latencylens-breakdown:Slowest requests"]}
+    assert slowest[f"{4:032x}"] == "inference"
+    routes = {r["route"]: r for r in results["latencylens-breakdown:By route"]}
+    assert routes["POST /ask"]["inference"] == pytest.approx(1217 / 1400)
+    # The 12:01 interval holds the TGI request and the third seeded one (12:01:30, no inference):
+    # the means are half the TGI call's parts.
+    series = results["latencylens-overview:Where the time goes (mean per request)"]
+    assert [(r["inference"], r["server_other"]) for r in series if r["inference"]] == [(1217 * MS / 2, MS)]
 
 
 def test_dashboards_filters_narrow_the_results(seeded: Store) -> None:
