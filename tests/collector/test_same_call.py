@@ -144,6 +144,19 @@ def test_the_span_tree_keeps_both_spans_and_marks_the_inner_one() -> None:
     assert (ours.critical_ns, native.critical_ns, native.self_ns) == (600 * MS, 0, 0)
 
 
+def test_ours_counts_the_call_even_inside_a_longer_span_the_collector_annotated() -> None:
+    """The collector adds ``latencylens.content.*`` sizes to any span whose content it dropped:
+    that does not make OpenLLMetry's outer (longer) span ours."""
+    outer = {**openai_call("chatcmpl-123", 19, 10), "latencylens.content.dropped_attributes": "2"}
+    ours = {**openai_call("chatcmpl-123", 19, 10), semconv.SPAN_KIND: "model"}
+    spans = [span(1, None, 0, 1000), span(2, 1, 100, 600, outer), span(3, 2, 110, 580, ours)]
+    row = row_of(spans)
+    assert row["model_calls"] == 1
+    resolved = resolved_by_id(spans)
+    assert resolved[2].attributes[semconv.SAME_CALL_AS] == hex_id(3)
+    assert model_ns(row) == 580 * MS
+
+
 def test_an_http_client_span_between_the_two_is_still_the_same_call() -> None:
     spans = [
         span(1, None, 0, 1000),

@@ -13,10 +13,10 @@ around a provider's. Two client model spans describe **the same call** when
 2. they carry the same ``gen_ai.response.id`` and their times overlap.
 
 The relation is transitive, so each call is a group of spans. One span of the group, the
-**owner**, counts the call: ours (the span with ``latencylens.*`` attributes) when present, since
-it holds the provider's timing, else the longest. The owner takes each field it lacks from the
-others (tokens, model, provider, response id, provider timing, and the stream's first and last
-chunk shifted onto its own start) and nothing is ever summed. The others become
+**owner**, counts the call: ours (the span our SDK wrote, with ``latencylens.span.kind``) when
+present, since it holds the provider's timing, else the longest. The owner takes each field it
+lacks from the others (tokens, model, provider, response id, provider timing, and the stream's
+first and last chunk shifted onto its own start) and nothing is ever summed. The others become
 :data:`KIND_SAME_CALL` and are marked :data:`~latencylens.semconv.SAME_CALL_AS`; for attribution
 they are hung below the owner, and the owner takes the place of the outermost span of its chain,
 so a span of the same call owns no time even where it ends before the owner does (OpenLLMetry ends
@@ -42,7 +42,6 @@ KIND_SAME_CALL: Final = "same_call"
 KIND_MODEL_WRAPPER: Final = "model_wrapper"
 """In-memory kind of a model span around several model calls: application work around them."""
 
-_OWN_PREFIX: Final = semconv.SPAN_KIND.split(".", 1)[0] + "."
 _WORK_KINDS: Final = frozenset(
     {semconv.KIND_MODEL, semconv.KIND_RETRIEVAL, semconv.KIND_TOOL, semconv.KIND_REQUEST, KIND_MODEL_WRAPPER}
 )
@@ -104,8 +103,9 @@ def same_operation(outer: Mapping[str, str], inner: Mapping[str, str]) -> bool:
 
 
 def is_ours(row: SpanRow) -> bool:
-    """Whether our SDK wrote the span (it has ``latencylens.*`` attributes)."""
-    return any(key.startswith(_OWN_PREFIX) for key in row.attributes)
+    """Whether our SDK wrote the span: it always names the span's kind. Other ``latencylens.*``
+    names say nothing here, since the collector adds some to any span (dropped content sizes)."""
+    return semconv.SPAN_KIND in row.attributes
 
 
 @dataclass
