@@ -3,7 +3,9 @@
 Non-streamed responses carry ``x-queue-time`` (queue), ``x-inference-time`` (prefill + decode,
 not separable: ``x-time-per-token`` includes prefill, so it is not used as ITL), ``x-total-time``
 (server total) and ``x-validation-time`` (tokenization, inside the total), all integer ms, plus
-``x-prompt-tokens`` / ``x-generated-tokens``. Streams send none of these: only client measurements
+``x-prompt-tokens`` / ``x-generated-tokens``. The collector shows the inference time as its own part
+(``inference``, never guessed into prefill and decode) and total − queue − inference as the server's
+other time (``server_other``). Streams send none of these: only client measurements
 and the body's usage remain. Bodies are the OpenAI chat shape (``/v1/chat/completions``) or the native
 ``/generate`` shape (``generated_text`` with ``details.generated_tokens``; streamed as ``token.text``).
 """
