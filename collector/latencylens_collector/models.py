@@ -6,6 +6,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from latencylens_collector.attribution import COMPONENTS
+
+_COMPONENTS: str = ", ".join(COMPONENTS)
+
 
 class RequestSummary(BaseModel):
     """One request (trace): end-to-end time and where it went."""
@@ -18,7 +22,11 @@ class RequestSummary(BaseModel):
     provider: str
     status_error: bool = Field(description="The root span ended with an error status.")
     e2e_ns: int = Field(description="Duration of the root span.")
-    parts: dict[str, int] = Field(description="Critical-path ns per component; sums to e2e_ns.")
+    parts: dict[str, int] = Field(
+        description=f"Critical-path ns per component ({_COMPONENTS}); sums to e2e_ns. inference is prefill + "
+        "decode where the provider does not split them; server_other its server time outside queue and "
+        "inference."
+    )
     provenance: dict[str, str] = Field(description="Per component: reported, measured or derived.")
     inconsistent: bool = Field(description="A provider reported more server time than was measured.")
     input_tokens: int
@@ -102,7 +110,7 @@ class StatsGroup(BaseModel):
     e2e_ns: Quantiles
     ttft_ns: Quantiles
     itl_ns: Quantiles
-    components: dict[str, ComponentStats]
+    components: dict[str, ComponentStats] = Field(description=f"Per component: {_COMPONENTS}.")
     output_tokens_per_second: float | None = Field(description="Mean decode rate of the primary call.")
     cached_token_ratio: float | None = Field(description="Cache-read input tokens / input tokens.")
 

@@ -495,3 +495,5 @@ def test_openapi_lists_the_query_routes(collector) -> None:
     schema = ok(api(collector.url, "/openapi.json"))
     assert {"/api/requests", "/api/requests/{trace_id}", "/api/stats", "/api/compare"} <= set(schema["paths"])
     assert {"StatsResponse", "CompareResponse", "Explanation"} <= set(schema["components"]["schemas"])
+    parts = schema["components"]["schemas"]["RequestSummary"]["properties"]["parts"]["description"]
+    assert "inference, server_other, model_unattributed" in parts
