@@ -30,6 +30,7 @@ from latencylens_collector.conventions import (
     model_timing,
     provider_name,
     resolve_trace,
+    usage_estimated,
 )
 from latencylens_collector.rows import STATUS_ERROR, SpanRow
 from latencylens_collector.storage import Store
@@ -107,12 +108,16 @@ def _primary_model(
     return max(models, key=lambda pair: (critical.get(pair[1].span_id, 0), pair[0].duration_ns))
 
 
-def token_totals(models: Sequence[SpanRow]) -> dict[str, int]:
-    """Token counts summed over model calls."""
-    return {
-        column: sum(first_int(row.attributes, *keys) or 0 for row in models)
-        for column, keys in TOKEN_KEYS.items()
-    }
+def token_totals(models: Sequence[SpanRow]) -> dict[str, Any]:
+    """Token counts summed over model calls. A count some call did not report is unknown (None),
+    never 0; ``tokens_estimated`` is 1 when a call's counts are an instrumentation's estimate."""
+    totals: dict[str, Any] = {}
+    for column, keys in TOKEN_KEYS.items():
+        counts = [first_int(row.attributes, *keys) for row in models]
+        known = [count for count in counts if count is not None]
+        totals[column] = sum(known) if len(known) == len(counts) else None
+    totals["tokens_estimated"] = int(any(usage_estimated(row.attributes) for row in models))
+    return totals
 
 
 def stream_metrics(primary: SpanRow | None, timing: ModelTiming | None = None) -> dict[str, Any]:
@@ -124,7 +129,8 @@ def stream_metrics(primary: SpanRow | None, timing: ModelTiming | None = None) -
         return metrics
     attrs = primary.attributes
     timing = timing or model_timing(attrs)
-    output = first_int(attrs, *TOKEN_KEYS["output_tokens"]) or 0
+    # An estimated count (OpenLIT's characters / 2) would make ITL and the rate up: use none.
+    output = 0 if usage_estimated(attrs) else first_int(attrs, *TOKEN_KEYS["output_tokens"]) or 0
     first, last = timing.first_content_ns, timing.last_chunk_ns
     metrics["ttft_ns"] = first
     streamed_ns = last - first if first is not None and last is not None and last >= first else None

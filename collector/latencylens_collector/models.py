@@ -29,9 +29,19 @@ class RequestSummary(BaseModel):
     )
     provenance: dict[str, str] = Field(description="Per component: reported, measured or derived.")
     inconsistent: bool = Field(description="A provider reported more server time than was measured.")
-    input_tokens: int
-    output_tokens: int
-    cache_read_input_tokens: int
+    input_tokens: int | None = Field(
+        description="Input tokens over all model calls; null when a call did not report them (unknown)."
+    )
+    output_tokens: int | None = Field(
+        description="Output tokens over all model calls; null when a call did not report them (unknown)."
+    )
+    cache_read_input_tokens: int | None = Field(
+        description="Input tokens read from the provider's cache; null when a call did not report them."
+    )
+    tokens_estimated: bool = Field(
+        default=False,
+        description="The token counts include an instrumentation's estimate, not only providers' usage.",
+    )
     ttft_ns: int | None = Field(description="Time to first content of the primary model call.")
     itl_ns: int | None = Field(description="Mean inter-token latency of the primary model call.")
     decode_tokens_per_second: float | None
@@ -53,7 +63,7 @@ class SpanTree(BaseModel):
 
     span_id: str
     parent_span_id: str | None
-    name: str
+    name: str = Field(description="Span name; a Logfire span shows its rendered message (logfire.msg).")
     kind: str = Field(description="request, model, retrieval, tool or other.")
     span_kind: str = Field(description="OpenTelemetry span kind.")
     service: str
@@ -111,8 +121,13 @@ class StatsGroup(BaseModel):
     ttft_ns: Quantiles
     itl_ns: Quantiles
     components: dict[str, ComponentStats] = Field(description=f"Per component: {_COMPONENTS}.")
-    output_tokens_per_second: float | None = Field(description="Mean decode rate of the primary call.")
-    cached_token_ratio: float | None = Field(description="Cache-read input tokens / input tokens.")
+    output_tokens_per_second: float | None = Field(
+        description="Mean decode rate of the primary call, over requests with reported output tokens."
+    )
+    cached_token_ratio: float | None = Field(
+        description="Cache-read input tokens / input tokens, over requests whose counts were both "
+        "reported (unknown and estimated counts are left out)."
+    )
 
 
 class StatsResponse(BaseModel):

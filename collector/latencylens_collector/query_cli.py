@@ -168,6 +168,26 @@ def signed_ms(ns: int | None) -> str:
     return "-" if ns is None else f"{ns / _MS:+.1f}"
 
 
+def tokens(value: int | None, estimated: bool = False) -> str:
+    """A token count: ``-`` when unknown (not reported; never 0), ``~`` before an estimate."""
+    return "-" if value is None else f"{'~' if estimated else ''}{value:,}"
+
+
+def token_line(detail: Mapping[str, Any]) -> str:
+    """``tokens: 19 in (0 cached) → 10 out``, saying which counts are unknown or estimated."""
+    estimated = bool(detail.get("tokens_estimated"))
+    counts = [detail["input_tokens"], detail["output_tokens"], detail["cache_read_input_tokens"]]
+    line = (
+        f"tokens: {tokens(counts[0], estimated)} in ({tokens(counts[2], estimated)} cached) → "
+        f"{tokens(counts[1], estimated)} out"
+    )
+    if estimated:
+        line += "  (~ estimated by the instrumentation, not reported by the provider)"
+    if None in counts:
+        line += "  (- not reported: unknown)"
+    return line
+
+
 def render_explanation(detail: Mapping[str, Any], console: Any) -> None:
     """The sentence, the parts, and the span tree with self time and critical-path share."""
     from rich import box
@@ -180,6 +200,7 @@ def render_explanation(detail: Mapping[str, Any], console: Any) -> None:
         f"dominant: {explanation['dominant']} {ms(explanation['dominant_ns'])} ms "
         f"({explanation['share']:.0%}, {explanation['provenance']})"
     )
+    console.print(token_line(detail))
     # The components this request has, as in the web UI's breakdown: all ten would not fit.
     busy = detail.get("busy") or {}
     shown = [name for name in COMPONENTS if detail["parts"].get(name, 0) or busy.get(name, 0)]

@@ -73,9 +73,18 @@ def sum_columns() -> list[tuple[str, str]]:
         *((f"sum_{m}", f"sum({m}_ns)") for m in ("e2e", *COMPONENTS)),
         ("tps_sum", "coalesce(sum(decode_tokens_per_second), 0)"),
         ("tps_count", "count(decode_tokens_per_second)"),
-        ("input_tokens", "sum(input_tokens)"),
-        ("cached_tokens", "sum(cache_read_input_tokens)"),
+        # The cached-token ratio reads requests whose input and cached counts are both known and
+        # reported: an unknown count is not 0, an estimate is not a provider's count.
+        ("input_tokens", f"coalesce(sumIf(input_tokens, {_TOKENS_REPORTED}), 0)"),
+        ("cached_tokens", f"coalesce(sumIf(cache_read_input_tokens, {_TOKENS_REPORTED}), 0)"),
     ]
+
+
+_TOKENS_REPORTED: Final = (
+    # Qualified: ``input_tokens`` alone would name the aggregate aliased so in the same SELECT.
+    "requests.input_tokens IS NOT NULL AND requests.cache_read_input_tokens IS NOT NULL"
+    " AND requests.tokens_estimated = 0"
+)
 
 
 _DIMENSIONS = ", ".join(REQUEST_DIMENSIONS.values())

@@ -113,6 +113,7 @@ REQUEST_COLUMNS: Final = (
     "input_tokens",
     "output_tokens",
     "cache_read_input_tokens",
+    "tokens_estimated",
     "ttft_ns",
     "itl_ns",
     "decode_tokens_per_second",

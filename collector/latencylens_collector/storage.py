@@ -132,6 +132,7 @@ _REQUEST_TYPE_OF: Final[dict[str, pa.DataType]] = {
     "status_error": pa.uint8(),
     "provenance": _MAP,
     "inconsistent": pa.uint8(),
+    "tokens_estimated": pa.uint8(),
     "decode_tokens_per_second": pa.float64(),
     "model_calls": pa.uint16(),
     "span_count": pa.uint32(),

@@ -71,37 +71,35 @@ def kinds(spans: Sequence[ReadableSpan]) -> dict[str, str]:
     return {row.name: row.kind for row in otlp.flatten(export_request(spans)).spans}
 
 
+OPENLIT_STREAM = {
+    "telemetry.sdk.name": "openlit",
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "gpt-4o-mini",
+    "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+    "gen_ai.request.stream": True,
+    "gen_ai.server.time_to_first_token": 0.05,
+    "gen_ai.server.time_per_output_token": 0.0141,
+    "gen_ai.usage.input_tokens": 120,
+    "gen_ai.usage.output_tokens": 40,
+    "gen_ai.usage.cache_read.input_tokens": 64,
+    "server.address": "api.openai.com",
+    "server.port": 443,
+}
+
+
 def test_openlit_streamed_call() -> None:
-    """OpenLIT chat span 100–900 ms, streamed, ``gen_ai.server.time_to_first_token`` 0.25 s
-    (client-measured in OpenLIT). The span ends with the last chunk, so decode is measured as
-    800 − 250 = 550 ms and the 250 ms before the first chunk is model_unattributed.
-    ITL = 550 ms / (40 − 1) = 14.102564… ms → 14 102 564 ns."""
+    """OpenLIT chat span 100–900 ms, streamed; its httpx child span 110–400 ms ends when the headers
+    arrive, and OpenLIT's ``gen_ai.server.time_to_first_token`` 0.05 s counts from there (it starts
+    when the stream object is made). First chunk = 400 + 50 = 450 ms, 350 ms into the call; the
+    span ends with the last chunk, so decode is measured as 900 − 450 = 450 ms and the 350 ms before
+    the first chunk is model_unattributed. ITL = 450 ms / (40 − 1) = 11.538461… ms → 11 538 461 ns."""
     trace = Trace()
     root = trace.add("POST /ask", None, 0, 1000, kind=SpanKind.SERVER)
-    trace.add(
-        "chat gpt-4o-mini",
-        root,
-        100,
-        900,
-        {
-            "telemetry.sdk.name": "openlit",
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": "gpt-4o-mini",
-            "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
-            "gen_ai.request.stream": True,
-            "gen_ai.server.time_to_first_token": 0.25,
-            "gen_ai.server.time_per_output_token": 0.0141,
-            "gen_ai.usage.input_tokens": 120,
-            "gen_ai.usage.output_tokens": 40,
-            "gen_ai.usage.cache_read.input_tokens": 64,
-            "server.address": "api.openai.com",
-            "server.port": 443,
-        },
-        kind=SpanKind.CLIENT,
-    )
+    call = trace.add("chat gpt-4o-mini", root, 100, 900, OPENLIT_STREAM, kind=SpanKind.CLIENT)
+    trace.add("POST", call, 110, 400, {"http.method": "POST", "http.status_code": 200}, kind=SpanKind.CLIENT)
     request = row_of(trace.spans)
-    assert parts_ms(request) == {"app_other": 200, "decode": 550, "model_unattributed": 250}
+    assert parts_ms(request) == {"app_other": 200, "decode": 450, "model_unattributed": 350}
     assert request["provenance"]["decode"] == "measured"
     assert (request["model"], request["provider"]) == ("gpt-4o-mini-2024-07-18", "openai")
     assert (request["input_tokens"], request["output_tokens"], request["cache_read_input_tokens"]) == (
@@ -109,8 +107,20 @@ def test_openlit_streamed_call() -> None:
         40,
         64,
     )
-    assert request["ttft_ns"] == 250 * MS
-    assert request["itl_ns"] == 550 * MS // 39
+    assert request["tokens_estimated"] == 0
+    assert request["ttft_ns"] == 350 * MS
+    assert request["itl_ns"] == 450 * MS // 39
+
+
+def test_openlit_stream_without_its_http_span_has_no_ttft() -> None:
+    """Without the HTTP span nothing says when OpenLIT's stream object was made: its 0.05 s cannot
+    be placed, so TTFT is unknown and the whole call is model_unattributed (not a 50 ms TTFT)."""
+    trace = Trace()
+    root = trace.add("POST /ask", None, 0, 1000, kind=SpanKind.SERVER)
+    trace.add("chat gpt-4o-mini", root, 100, 900, OPENLIT_STREAM, kind=SpanKind.CLIENT)
+    request = row_of(trace.spans)
+    assert parts_ms(request) == {"app_other": 200, "model_unattributed": 800}
+    assert request["ttft_ns"] is None
 
 
 def test_openlit_time_to_first_token_is_ignored_when_not_streamed() -> None:

@@ -11,6 +11,7 @@ convention (another instrumentation's names, a server's own span) is taught here
 * :mod:`.logfire` — pydantic-ai's time-to-first-chunk name (as shown in Logfire);
 * :mod:`.vllm` — vLLM's ``llm_request`` server span;
 * :mod:`.reading` — one span's facts under our names; :mod:`.trace` — facts that need the trace.
+* :mod:`.same_call` — spans of one model call counted once; :mod:`.lineage` — ancestors in one pass.
 
 A span no convention recognises is application work (``other``), or the request when it is a root.
 """

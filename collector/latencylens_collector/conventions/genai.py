@@ -1,7 +1,14 @@
 """OpenTelemetry GenAI semantic conventions (v1.41.0), current and deprecated names.
 
 Our SDK writes these names; OpenLLMetry, OpenLIT and pydantic-ai write most of them too. The
-names themselves live in :mod:`latencylens.semconv`; this module says what they mean here.
+names themselves live in :mod:`latencylens.semconv`; this module says what they mean here:
+
+* An inference span covers the whole call, from issuing the request to the last chunk of a
+  stream (the ``gen_ai.client.operation.duration`` interval).
+* ``gen_ai.response.time_to_first_chunk`` is client-measured seconds from issuing the request to
+  the first chunk, on streamed calls only.
+* ``gen_ai.usage.*`` are the provider's billable counts; absent means not reported (unknown). The
+  conventions define no estimate flag: a producer that estimates is recognised in its own module.
 """
 
 from __future__ import annotations

@@ -1,7 +1,15 @@
 """OpenInference (Arize Phoenix: ``openinference-instrumentation-*``).
 
 Names as in ``openinference-semantic-conventions`` 0.1 (``SpanAttributes``,
-``OpenInferenceSpanKindValues``).
+``OpenInferenceSpanKindValues``); meanings observed with ``openinference-instrumentation-openai``
+0.1 around the real ``openai`` SDK:
+
+* The ``LLM`` span (INTERNAL) starts before the request and, when streamed, ends when the stream
+  is exhausted (or closed), so its end is the last chunk.
+* It records no time-to-first-token attribute: a streamed call carries one span event, ``First
+  Token Stream Event``, at the first chunk of any kind (a role-only chunk counts).
+* ``llm.token_count.*`` are the provider's usage. A stream without usage (no ``include_usage``)
+  has no count at all: unknown, never an estimate.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
 """Input + output tokens."""
 LLM_TOKEN_COUNT_PROMPT_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
 """Input tokens read from the provider's prompt cache (a subset of the prompt tokens)."""
+FIRST_TOKEN_EVENT: Final = "First Token Stream Event"
+"""Span event at the first streamed chunk of any kind (its time, no attributes)."""
 
 KIND_BY_SPAN_KIND: Final[Mapping[str, str]] = {
     "LLM": semconv.KIND_MODEL,

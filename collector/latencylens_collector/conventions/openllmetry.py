@@ -3,6 +3,12 @@
 Names as in ``opentelemetry-semantic-conventions-ai`` 0.5 (``SpanAttributes``); older releases
 wrote ``llm.*`` names and the deprecated GenAI usage names, which are read too. Current releases
 also write ``gen_ai.operation.name``, so :mod:`.genai` classifies their model spans first.
+
+Meanings observed with ``opentelemetry-instrumentation-openai`` 0.62 around the real ``openai``
+SDK: the ``openai.chat`` span (CLIENT) starts before the request and, when streamed, ends when the
+stream is exhausted; it records no time-to-first-token attribute but one span event,
+``gen_ai.content.completion.chunk``, per chunk of any kind (the first may be a role-only chunk).
+Usage is the provider's; a stream without usage has no count at all (unknown, never estimated).
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ GEN_AI_IS_STREAMING: Final = "gen_ai.is_streaming"
 """True when the call streamed (current releases)."""
 LLM_IS_STREAMING: Final = "llm.is_streaming"
 """True when the call streamed (older releases)."""
+CHUNK_EVENT: Final = "gen_ai.content.completion.chunk"
+"""Span event per streamed chunk received (its time; content only when content capture is on)."""
 
 KIND_BY_SPAN_KIND: Final[Mapping[str, str]] = {"tool": semconv.KIND_TOOL}
 """``workflow``, ``task`` and ``agent`` are application work: no entry, the default applies."""

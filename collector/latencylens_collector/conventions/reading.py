@@ -17,7 +17,6 @@ from latencylens_collector.conventions.values import (
     first_int,
     first_seconds_ns,
     first_text,
-    is_true,
     parse_int,
 )
 
@@ -35,7 +34,6 @@ MODEL_KEYS: Final = (*genai.MODEL, *openinference.MODEL)
 PROVIDER_KEYS: Final = (*genai.PROVIDER, *openinference.PROVIDER)
 FIRST_CHUNK_SECONDS_KEYS: Final = (*genai.FIRST_CHUNK_SECONDS, *logfire.FIRST_CHUNK_SECONDS)
 """Client-measured seconds to the first chunk, written on streamed calls only."""
-STREAMED_KEYS: Final = (*genai.STREAMED, *openllmetry.STREAMED)
 _OWN_STREAM_PREFIX: Final = semconv.STREAM_COMPLETED.rsplit(".", 1)[0] + "."
 
 # Usage keys per request-row column, canonical name first.
@@ -73,8 +71,8 @@ def first_chunk_ns(attributes: Mapping[str, str]) -> int | None:
     if own is not None:
         return own
     first = first_seconds_ns(attributes, *FIRST_CHUNK_SECONDS_KEYS)
-    if first is None and is_true(attributes, *STREAMED_KEYS):
-        first = first_seconds_ns(attributes, *openlit.FIRST_CHUNK_SECONDS_WHEN_STREAMED)
+    # OpenLIT's gen_ai.server.time_to_first_token starts after the headers, not at the call's
+    # start: it is read with the trace (openlit.with_stream_start), never here.
     return first
 
 

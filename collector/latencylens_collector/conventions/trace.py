@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions import vllm
+from latencylens_collector.conventions import logfire, openlit, vllm
 from latencylens_collector.conventions.lineage import Lineage
 from latencylens_collector.conventions.reading import canonical_attributes
 from latencylens_collector.conventions.same_call import (
@@ -47,8 +47,10 @@ def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
     one model call and :data:`KIND_SAME_CALL` spans below it, a model span around several calls
     becomes :data:`KIND_MODEL_WRAPPER` (application work); a client model call with a vLLM server
     span below it gets the server's timing; that server span becomes :data:`KIND_MODEL_SERVER`; a
-    vLLM span without a client call becomes a model call of its own.
+    vLLM span without a client call becomes a model call of its own. First, what other spans say
+    about a model span is read into it (Logfire's stream-end log, OpenLIT's HTTP child).
     """
+    spans = openlit.with_stream_start(logfire.resolve(spans))
     lineage = Lineage(spans, is_call=is_client_call, passable=is_application_work)
     calls = find_same_calls(lineage)
     servers = [row for row in spans if vllm.is_server_span(row.attributes)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.conventions import display_name
 from latencylens_collector.conventions.same_call import same_call_marks
 from latencylens_collector.conventions.trace import resolve_trace
 from latencylens_collector.explain import explain
@@ -61,7 +62,7 @@ def span_tree(spans: Sequence[SpanRow]) -> list[SpanTree]:
         nodes[span_id] = SpanTree(
             span_id=span_id,
             parent_span_id=span_hex(row.parent_span_id) if row.has_parent else None,
-            name=row.name,
+            name=display_name(row.name, row.attributes),
             kind=row.kind,
             span_kind=row.span_kind,
             service=row.service,

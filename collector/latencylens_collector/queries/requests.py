@@ -150,6 +150,7 @@ def summary_fields(row: Mapping[str, Any]) -> dict[str, Any]:
         "input_tokens": row["input_tokens"],
         "output_tokens": row["output_tokens"],
         "cache_read_input_tokens": row["cache_read_input_tokens"],
+        "tokens_estimated": bool(row["tokens_estimated"]),
         "ttft_ns": row["ttft_ns"],
         "itl_ns": row["itl_ns"],
         "decode_tokens_per_second": row["decode_tokens_per_second"],

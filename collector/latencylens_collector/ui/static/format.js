@@ -20,6 +20,12 @@ export function num(value, digits = 0) {
   return Number(value).toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
+// A token count: "—" when unknown (null: not reported, never shown as 0), "~" before an estimate.
+export function tokens(value, estimated = false) {
+  if (value === null || value === undefined) return "—";
+  return `${estimated ? "~" : ""}${num(value)}`;
+}
+
 export function when(iso) {
   if (!iso) return "—";
   const date = new Date(iso);

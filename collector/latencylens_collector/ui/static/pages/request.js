@@ -4,7 +4,7 @@ import { getJSON, errorText } from "../api.js";
 import { stackedBar } from "../charts.js";
 import { COMPONENTS, DESCRIPTIONS, LABELS, MODEL_COMPONENTS, dominant, spanComponent } from "../components.js";
 import { h, mount } from "../dom.js";
-import { dur, num, pct, when } from "../format.js";
+import { dur, num, pct, tokens, when } from "../format.js";
 
 const PROVENANCE_HELP = {
   reported: "reported by the provider in its response",
@@ -137,7 +137,8 @@ export async function render(root, traceId) {
   const rows = flatten(detail.spans);
   const model = primaryModelSpan(rows);
   const attrs = model ? model.attributes : {};
-  const tokensSource = model && ("gen_ai.usage.output_tokens" in attrs || "gen_ai.usage.completion_tokens" in attrs) ? "reported" : null;
+  const tokensSource = detail.tokens_estimated ? "estimated" : "reported";
+  const tokenFact = (label, value, id) => fact(label, tokens(value, detail.tokens_estimated), value === null || !detail.model_calls ? null : tokensSource, id);
   document.title = `${detail.name} · LatencyLens`;
   mount(root,
     h("p", {}, h("a", { href: "/ui/requests", text: "← slow requests" })),
@@ -152,9 +153,9 @@ export async function render(root, traceId) {
       fact("Time to first token", dur(detail.ttft_ns), detail.ttft_ns === null ? null : attrs["latencylens.provenance.ttft"] || "measured", "ttft"),
       fact("Inter-token latency", dur(detail.itl_ns), detail.itl_ns === null ? null : attrs["latencylens.provenance.itl"] || "derived", "itl"),
       fact("Decode rate", detail.decode_tokens_per_second === null ? "—" : `${num(detail.decode_tokens_per_second)} tok/s`, detail.decode_tokens_per_second === null ? null : "derived", "tps"),
-      fact("Input tokens", num(detail.input_tokens), tokensSource, "input_tokens"),
-      fact("Output tokens", num(detail.output_tokens), tokensSource, "output_tokens"),
-      fact("Cached input tokens", num(detail.cache_read_input_tokens), tokensSource, "cached_tokens"),
+      tokenFact("Input tokens", detail.input_tokens, "input_tokens"),
+      tokenFact("Output tokens", detail.output_tokens, "output_tokens"),
+      tokenFact("Cached input tokens", detail.cache_read_input_tokens, "cached_tokens"),
       fact("Model calls · spans", `${detail.model_calls} · ${detail.span_count}`, null, "counts")),
     h("h2", { text: "Where the time went" }),
     breakdownTable(detail),

@@ -4,7 +4,7 @@ import { getJSON, getCapabilities, errorText } from "../api.js";
 import { stackedBar, componentKey } from "../charts.js";
 import { COMPONENTS, LABELS, dominant } from "../components.js";
 import { h, mount } from "../dom.js";
-import { dur, num, when } from "../format.js";
+import { dur, tokens, when } from "../format.js";
 
 const WINDOWS = [["15m", 900], ["1h", 3600], ["6h", 21600], ["24h", 86400], ["7d", 604800], ["30d", 2592000]];
 const LIMITS = ["50", "100", "250", "1000"];
@@ -18,7 +18,7 @@ const COLUMNS = [
   { key: "model", label: "Model · provider", value: (r) => `${r.model} ${r.provider}`, cell: (r) => [r.model || "—", h("span", { class: "muted", text: r.provider ? ` · ${r.provider}` : "" })] },
   { key: "e2e", label: "End-to-end", num: true, value: (r) => r.e2e_ns, cell: (r) => dur(r.e2e_ns) },
   { key: "ttft", label: "TTFT", num: true, value: (r) => r.ttft_ns ?? -1, cell: (r) => dur(r.ttft_ns) },
-  { key: "tokens", label: "Tokens in → out", num: true, value: (r) => r.output_tokens, cell: (r) => `${num(r.input_tokens)} → ${num(r.output_tokens)}` },
+  { key: "tokens", label: "Tokens in → out", num: true, value: (r) => r.output_tokens ?? -1, cell: (r) => h("span", { title: r.tokens_estimated ? "estimated by the instrumentation, not reported by the provider" : "", text: `${tokens(r.input_tokens, r.tokens_estimated)} → ${tokens(r.output_tokens, r.tokens_estimated)}` }) },
 ];
 
 function readFilters() {
