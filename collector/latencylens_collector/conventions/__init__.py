@@ -8,7 +8,8 @@ convention (another instrumentation's names, a server's own span) is taught here
 * :mod:`.openllmetry` — Traceloop's OpenLLMetry (``traceloop.span.kind``, ``llm.*``);
 * :mod:`.openinference` — Arize's OpenInference (``openinference.span.kind``, ``llm.token_count.*``);
 * :mod:`.openlit` — OpenLIT's own timing and usage names;
-* :mod:`.logfire` — pydantic-ai's time-to-first-chunk name (as shown in Logfire);
+* :mod:`.logfire` — Logfire's log records, stream-end records and message templates, pydantic-ai's
+  time-to-first-chunk name;
 * :mod:`.vllm` — vLLM's ``llm_request`` server span;
 * :mod:`.reading` — one span's facts under our names; :mod:`.trace` — facts that need the trace.
 * :mod:`.same_call` — spans of one model call counted once; :mod:`.lineage` — ancestors in one pass.
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions import genai, openinference, openlit, openllmetry, vllm
+from latencylens_collector.conventions import genai, logfire, openinference, openlit, openllmetry, vllm
 from latencylens_collector.conventions.reading import (
     TOKEN_KEYS,
     canonical_attributes,
@@ -47,13 +48,17 @@ MODEL_OPERATIONS: Final = frozenset(
 def classify(attributes: Mapping[str, str], has_parent: bool) -> str:
     """Our span kind, from the most specific convention the span speaks.
 
-    Order: our explicit ``latencylens.span.kind``; a vLLM server span (a model call); OpenInference's
-    declared kind; the GenAI operation name (with OpenLIT's extra values); OpenLLMetry's request
-    type and span kind. Otherwise application work, or the request itself when it has no parent.
+    Order: our explicit ``latencylens.span.kind``; a Logfire log record, which is never a call nor
+    a request (it says something about one: :mod:`.logfire`); a vLLM server span (a model call);
+    OpenInference's declared kind; the GenAI operation name (with OpenLIT's extra values);
+    OpenLLMetry's request type and span kind. Otherwise application work, or the request itself
+    when it has no parent.
     """
     explicit = attributes.get(semconv.SPAN_KIND)
     if explicit in KNOWN_KINDS:
         return explicit
+    if logfire.is_record(attributes):
+        return KIND_OTHER
     if vllm.is_server_span(attributes):
         return semconv.KIND_MODEL
     if openinference.declares_kind(attributes):
@@ -68,6 +73,18 @@ def classify(attributes: Mapping[str, str], has_parent: bool) -> str:
     return KIND_OTHER if has_parent else semconv.KIND_REQUEST
 
 
+def usage_estimated(attributes: Mapping[str, str]) -> bool:
+    """Whether a model span's token counts are its instrumentation's estimate, not the provider's
+    usage. Only OpenLIT writes estimates under the usual names (:func:`.openlit.usage_estimated`);
+    the others leave counts out when the provider sent none, which reads as unknown."""
+    return openlit.usage_estimated(attributes)
+
+
+def display_name(name: str, attributes: Mapping[str, str]) -> str:
+    """How a span is shown: Logfire's rendered message rather than its template, else its name."""
+    return logfire.display_name(name, attributes)
+
+
 __all__ = [
     "KIND_MODEL_SERVER",
     "KIND_OTHER",
@@ -76,6 +93,7 @@ __all__ = [
     "TOKEN_KEYS",
     "canonical_attributes",
     "classify",
+    "display_name",
     "first_int",
     "model_name",
     "model_timing",
@@ -83,4 +101,5 @@ __all__ = [
     "provider_name",
     "resolve_trace",
     "token_counts",
+    "usage_estimated",
 ]
