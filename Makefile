@@ -20,7 +20,7 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-pytest: $(TEST_STAMP) system-tools
+pytest: $(TEST_STAMP) system-tools openlit-venv
 	$(BIN)/pytest
 
 bench: $(TEST_STAMP)
@@ -38,6 +38,26 @@ $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@
 
+# OpenLIT requires openai<3 and pip backtracks at length over its full dependency set, so the
+# convention tests (tests/collector/test_conventions_semantics.py) run it in a virtualenv of its
+# own: openlit without its dependencies, plus what it imports at runtime (httpx instrumentation
+# included: openlit.init() turns it on, and its span tells when a stream began).
+OPENLIT_VENV := .venv-openlit
+OPENLIT_STAMP := $(OPENLIT_VENV)/.installed
+OPENLIT_RUNTIME := "openai>=1.92,<3" "opentelemetry-sdk>=1.38" "opentelemetry-exporter-otlp-proto-http>=1.38" \
+	"opentelemetry-instrumentation>=0.52b0" "opentelemetry-instrumentation-httpx>=0.52b0" \
+	"opentelemetry-semantic-conventions>=0.59b0" "pydantic>=2" "requests>=2.26" schedule xmltodict
+
+.PHONY: openlit-venv
+openlit-venv: $(OPENLIT_STAMP)
+
+$(OPENLIT_STAMP):
+	$(PYTHON) -m venv $(OPENLIT_VENV)
+	$(OPENLIT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OPENLIT_VENV)/bin/python -m pip install --quiet --no-deps "openlit>=1.45,<2"
+	$(OPENLIT_VENV)/bin/python -m pip install --quiet $(OPENLIT_RUNTIME)
+	touch $@
+
 # The browser tests drive Debian's chromium (never a downloaded browser build) and the compose test
 # runs `docker-compose config`: install both from apt when missing (CI runs as root on Debian).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -49,4 +69,4 @@ system-tools:
 	fi
 
 clean:
-	rm -rf $(VENV) .latencylens .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(OPENLIT_VENV) .latencylens .pytest_cache .mypy_cache .ruff_cache
