@@ -28,7 +28,10 @@ class RequestSummary(BaseModel):
         "inference."
     )
     provenance: dict[str, str] = Field(description="Per component: reported, measured or derived.")
-    inconsistent: bool = Field(description="A provider reported more server time than was measured.")
+    inconsistent: bool = Field(
+        description="A provider's timing did not add up: more server time than was measured (parts clipped), "
+        "or a total below its own parts (their sum used)."
+    )
     input_tokens: int | None = Field(
         description="Input tokens over all model calls; null when a call did not report them (unknown)."
     )

@@ -147,7 +147,7 @@ export async function render(root, traceId) {
     h("div", { class: "card" },
       h("p", { class: "explanation", id: "explanation", text: explanation(detail) }),
       stackedBar(detail.parts, { total: detail.e2e_ns, tall: true }),
-      detail.inconsistent ? h("p", { class: "notice", text: "The provider reported more server time than the client measured for a call; its parts were scaled to fit." }) : null),
+      detail.inconsistent ? h("p", { class: "notice", text: "A provider's timing for a call did not add up: more server time than the client measured (its parts were clipped to fit), or a total smaller than its own parts (their sum was used)." }) : null),
     h("div", { class: "facts", id: "facts" },
       fact("End-to-end", dur(detail.e2e_ns), "measured", "e2e"),
       fact("Time to first token", dur(detail.ttft_ns), detail.ttft_ns === null ? null : attrs["latencylens.provenance.ttft"] || "measured", "ttft"),
