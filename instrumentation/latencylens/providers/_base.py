@@ -121,6 +121,10 @@ class Usage:
 class StreamState(Protocol):
     """Per-stream state: sees every chunk once, in order, and yields the final :class:`Usage`."""
 
+    decode_ends_at_last_content: bool
+    """True when events after the last content chunk are the provider's bookkeeping, not generation
+    (Anthropic's ``message_delta`` / ``message_stop``): decode then ends at the last content chunk."""
+
     def record_chunk(self, chunk: Any) -> bool:
         """Note one chunk; return True when it carries non-empty content (for TTFT)."""
         ...

@@ -146,6 +146,8 @@ class ChatStreamState:
     repeat, so once a type is known to be an SDK object its fields are read with plain ``getattr``.
     """
 
+    decode_ends_at_last_content = False
+
     __slots__ = (
         "_adapter",
         "_carries",

@@ -5,6 +5,8 @@ includes cached ones) is ``input_tokens + cache_read_input_tokens + cache_creati
 ``output_tokens_details.thinking_tokens`` is a subset of ``output_tokens``. A stream is a sequence of
 typed events: ``message_start`` (id, model, initial usage), ``content_block_delta`` (content),
 ``message_delta`` (stop reason and *cumulative* usage: the last one wins, never summed), ``message_stop``.
+Generation is over at the last ``content_block_delta``; the events after it are bookkeeping, so the
+stream's decode is measured to that delta, not to ``message_stop``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,10 @@ class AnthropicAdapter(BaseAdapter):
 
 class AnthropicStreamState:
     """Keeps ``message_start``'s message and the usage of the last ``message_delta``."""
+
+    decode_ends_at_last_content = True
+    """``content_block_stop``, ``message_delta`` and ``message_stop`` follow the last delta: decode
+    ends at the last ``content_block_delta``, not at ``message_stop``."""
 
     __slots__ = ("_delta_usage", "_message", "_stop")
 

@@ -61,6 +61,8 @@ class BedrockAdapter(BaseAdapter):
 class BedrockStreamState:
     """Content is ``contentBlockDelta.delta.text`` (or reasoning text); usage is the ``metadata`` event."""
 
+    decode_ends_at_last_content = False
+
     __slots__ = ("_metadata", "_stop")
 
     def __init__(self) -> None:

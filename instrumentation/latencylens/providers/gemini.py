@@ -81,6 +81,8 @@ class GeminiAdapter(BaseAdapter):
 class GeminiStreamState:
     """Keeps the last chunk that carried usage metadata."""
 
+    decode_ends_at_last_content = False
+
     __slots__ = ("_last", "_usage_chunk")
 
     def __init__(self) -> None:

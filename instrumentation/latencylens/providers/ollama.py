@@ -54,6 +54,8 @@ class OllamaAdapter(BaseAdapter):
 class OllamaStreamState:
     """Content is ``message.content`` / ``message.thinking`` (chat) or ``response`` (generate)."""
 
+    decode_ends_at_last_content = False
+
     __slots__ = ("_final",)
 
     def __init__(self) -> None:

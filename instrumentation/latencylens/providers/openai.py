@@ -99,6 +99,8 @@ class OpenAIAdapter(ChatCompletionsAdapter):
 class OpenAIStreamState:
     """Chat chunks or Responses events, told apart by the first item (events have a ``type``)."""
 
+    decode_ends_at_last_content = False
+
     __slots__ = ("_chat", "_final", "_meta", "_responses")
 
     def __init__(self, adapter: OpenAIAdapter) -> None:
