@@ -86,6 +86,61 @@ def openai_response() -> dict[str, Any]:
     }
 
 
+def openai_response_events(texts: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """A Responses API stream: ``response.created``, one ``response.output_text.delta`` per text,
+    ``response.completed`` carrying the recorded response (and its usage)."""
+    created = {**openai_response(), "status": "in_progress", "usage": None}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"type": "response.created", "sequence_number": 0, "response": created})
+    ]
+    for number, text in enumerate(texts, start=1):
+        events.append(
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "sequence_number": number,
+                    "item_id": "msg_1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": text,
+                    "logprobs": [],
+                },
+            )
+        )
+    events.append(
+        (
+            "response.completed",
+            {"type": "response.completed", "sequence_number": len(texts) + 1, "response": openai_response()},
+        )
+    )
+    return events
+
+
+def groq_completion() -> dict[str, Any]:
+    """Groq API reference, non-streaming (content trimmed there; filled in)."""
+    return {
+        "id": "chatcmpl-f51b2cd2-bef7-417e-964e-a08f0b513c22",
+        "object": "chat.completion",
+        "created": 1730241104,
+        "model": "openai/gpt-oss-20b",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}
+        ],  # content filled in
+        "usage": {
+            "queue_time": 0.037493756,
+            "prompt_tokens": 18,
+            "prompt_time": 0.000680594,
+            "completion_tokens": 556,
+            "completion_time": 0.463333333,
+            "total_tokens": 574,
+            "total_time": 0.464013927,
+        },
+        "system_fingerprint": "fp_179b0f92c9",
+        "x_groq": {"id": "req_01jbd6g2qdfw2adyrt2az8hz4w"},
+    }
+
+
 GROQ_USAGE = {
     "queue_time": 0.041905864,
     "prompt_tokens": 45,

@@ -13,6 +13,7 @@ from provider_payloads import (
     openai_chat_completion,
     openai_chunk,
     openai_response,
+    openai_response_events,
     openai_usage_chunk,
 )
 from provider_replay import ReplayServer, assert_stream_timing, json_reply, sse_reply
@@ -127,38 +128,9 @@ def test_responses_api_non_streaming(replay: Callable[[], ReplayServer], spans: 
     )
 
 
-def responses_events(texts: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    created = {**openai_response(), "status": "in_progress", "usage": None}
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("response.created", {"type": "response.created", "sequence_number": 0, "response": created})
-    ]
-    for number, text in enumerate(texts, start=1):
-        events.append(
-            (
-                "response.output_text.delta",
-                {
-                    "type": "response.output_text.delta",
-                    "sequence_number": number,
-                    "item_id": "msg_1",
-                    "output_index": 0,
-                    "content_index": 0,
-                    "delta": text,
-                    "logprobs": [],
-                },
-            )
-        )
-    events.append(
-        (
-            "response.completed",
-            {"type": "response.completed", "sequence_number": len(texts) + 1, "response": openai_response()},
-        )
-    )
-    return events
-
-
 def test_responses_api_stream(replay: Callable[[], ReplayServer], spans: Spans) -> None:
     # created at 10 ms; an empty delta; first text 40 ms later (TTFT 50 ms); three more 20 ms apart.
-    events = responses_events(["", "Hel", "lo", " the", "re"])
+    events = openai_response_events(["", "Hel", "lo", " the", "re"])
     delays = [0.010, 0.0, 0.040, 0.020, 0.020, 0.020, 0.0]
     server = replay().route("POST", "/v1/responses", lambda r: sse_reply(events, delays, done=False))
     client = make_client(server)
