@@ -1,11 +1,16 @@
-"""Auto-instrumentation of the official provider SDKs: patch their ``create`` / ``chat`` methods once.
+"""Auto-instrumentation of the official provider SDKs: patch their model-call methods once.
 
-Each ``instrument_<sdk>()`` wraps the SDK's model-call methods so every call gets a model span read
-by that provider's adapter, and installs the HTTP hook (``_httpx``) so the request carries the span's
-``traceparent`` and the adapter sees the response headers. Calling it again returns the same handle
-and patches nothing; ``handle()`` (or ``handle.undo()``) restores the original methods. A call made
-inside a function already decorated with ``model_call`` is left to that span (no double counting).
-A missing SDK raises :class:`MissingDependencyError` naming the package to install.
+Each ``instrument_<sdk>()`` wraps the SDK's model-call methods (``create``, and the ``stream()``
+helper where it does not go through ``create``) so every call gets a model span read by that
+provider's adapter, and installs the HTTP hook (``_httpx``) so the request carries the span's
+``traceparent`` and the adapter sees the response. The wrapper is chosen by what a call returns, not
+by how the SDK declares the method (see ``_lifecycle``): an SDK's async ``create`` is often a plain
+function returning a coroutine. ``with_raw_response`` and ``with_streaming_response`` call the
+patched ``create`` and are covered too, when first used after instrumenting (the SDK binds them on
+first use). Calling ``instrument_*`` again returns the same handle and patches nothing; ``handle()``
+(or ``handle.undo()``) restores the original methods. A call made inside another model call (a
+function decorated with ``model_call``) is left to that span (no double counting). A missing SDK
+raises :class:`MissingDependencyError` naming the package to install.
 """
 
 from __future__ import annotations
@@ -17,12 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import context as otel_context
+from opentelemetry.trace import Span, SpanKind
 
 from latencylens import _httpx, semconv
-from latencylens._callctx import CallRecord, call_context, current_call
-from latencylens._guard import internal_error
-from latencylens._wrap import fail_model_span, finish_model_call, start_model_span
+from latencylens._callctx import current_call
+from latencylens._lifecycle import CallShape, call, call_async, model_attributes, start_span
 from latencylens.providers import get_adapter
 from latencylens.providers._base import ProviderAdapter
 
@@ -48,6 +52,9 @@ _SDKS: dict[str, tuple[str, str, list[Target]]] = {
         [
             ("anthropic.resources.messages.messages", "Messages", "create", _CHAT),
             ("anthropic.resources.messages.messages", "AsyncMessages", "create", _CHAT),
+            # The stream helper posts by itself rather than through ``create``.
+            ("anthropic.resources.messages.messages", "Messages", "stream", _CHAT),
+            ("anthropic.resources.messages.messages", "AsyncMessages", "stream", _CHAT),
         ],
     ),
     "groq": (
@@ -127,7 +134,7 @@ def instrument_sdk(sdk: str) -> Instrumentation:
     handle = Instrumentation(sdk)
     for cls, method, operation in classes:
         original = cls.__dict__.get(method) or getattr(cls, method)
-        setattr(cls, method, _wrap_method(original, adapter, operation))
+        setattr(cls, method, _wrap_method(original, _SdkCall(adapter, operation)))
         handle._restore.append(functools.partial(setattr, cls, method, original))
     _httpx.install()
     handle._restore.append(_httpx.uninstall)
@@ -159,60 +166,41 @@ def instrument_httpx(
     return handle
 
 
-def _wrap_method(
-    original: Callable[..., Any], adapter: ProviderAdapter, operation: str
-) -> Callable[..., Any]:
-    """A method that runs ``original`` inside a model span; same result, same exceptions."""
+class _SdkCall(CallShape):
+    """A patched SDK method: the span is named after the ``model`` argument of each call."""
+
+    __slots__ = ("operation",)
+
+    def __init__(self, adapter: ProviderAdapter, operation: str) -> None:
+        super().__init__(operation, SpanKind.CLIENT, {}, adapter, model=True)
+        self.operation = operation
+
+    def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span | None, int]:
+        if current_call() is not None:  # inside a decorated model call: that span counts it
+            return None, 0
+        model = kwargs.get("model")
+        provider = self.adapter.name if self.adapter is not None else ""
+        model_name = model if isinstance(model, str) else None
+        name, attributes = model_attributes(provider, model_name, self.operation)
+        return start_span(name, SpanKind.CLIENT, attributes)
+
+
+def _wrap_method(original: Callable[..., Any], shape: CallShape) -> Callable[..., Any]:
+    """A method that runs ``original`` as a traced call; same result, same exceptions. It stays a
+    coroutine function when ``original`` is one."""
     if inspect.iscoroutinefunction(original):
 
         @functools.wraps(original)
         async def async_method(*args: Any, **kwargs: Any) -> Any:
-            if current_call() is not None:
-                return await original(*args, **kwargs)
-            span, start = _start(adapter, operation, kwargs)
-            if span is None:
-                return await original(*args, **kwargs)
-            record = CallRecord(span)
-            token = otel_context.attach(call_context(span, record))
-            try:
-                result = await original(*args, **kwargs)
-            except BaseException as exc:
-                otel_context.detach(token)
-                fail_model_span(span, exc)
-                raise
-            otel_context.detach(token)
-            return finish_model_call(span, start, adapter, result, record, from_async=True)
+            return await call_async(shape, original, args, kwargs)
 
         return async_method
 
     @functools.wraps(original)
     def method(*args: Any, **kwargs: Any) -> Any:
-        if current_call() is not None:
-            return original(*args, **kwargs)
-        span, start = _start(adapter, operation, kwargs)
-        if span is None:
-            return original(*args, **kwargs)
-        record = CallRecord(span)
-        token = otel_context.attach(call_context(span, record))
-        try:
-            result = original(*args, **kwargs)
-        except BaseException as exc:
-            otel_context.detach(token)
-            fail_model_span(span, exc)
-            raise
-        otel_context.detach(token)
-        return finish_model_call(span, start, adapter, result, record)
+        return call(shape, original, args, kwargs)
 
     return method
-
-
-def _start(adapter: ProviderAdapter, operation: str, kwargs: dict[str, Any]) -> tuple[Any, int]:
-    model = kwargs.get("model")
-    try:
-        return start_model_span(adapter.name, model if isinstance(model, str) else None, operation)
-    except Exception:
-        internal_error("starting an SDK model span")
-        return None, 0
 
 
 def instrument_openai() -> Instrumentation:
@@ -221,7 +209,7 @@ def instrument_openai() -> Instrumentation:
 
 
 def instrument_anthropic() -> Instrumentation:
-    """Model spans for ``anthropic`` Messages calls (sync and async)."""
+    """Model spans for ``anthropic`` Messages calls and the ``messages.stream()`` helper (sync and async)."""
     return instrument_sdk("anthropic")
 
 
