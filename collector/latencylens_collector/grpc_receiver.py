@@ -109,7 +109,7 @@ class TraceReceiver(TraceServiceServicer):
         except Unauthorized as exc:
             metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="unauthenticated").inc()
             _abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
-        limits = otlp.Limits(max_attribute_bytes=self.settings.max_attribute_bytes, now_ns=self.clock())
+        limits = otlp.Limits.of(self.settings, now_ns=self.clock())
         batch = otlp.flatten(received.request, project=project, limits=limits, warnings=received.warnings)
         count_received(batch, PROTOCOL)
         return batch

@@ -36,6 +36,24 @@ EXPORTS_REFUSED = Counter(
     ["protocol", "reason"],
     registry=REGISTRY,
 )
+CONTENT_DROPPED_ATTRIBUTES = Counter(
+    "latencylens_content_dropped_attributes",
+    "Message-content attributes dropped from spans and span events at ingest (content not stored).",
+    ["protocol"],
+    registry=REGISTRY,
+)
+CONTENT_DROPPED_BYTES = Counter(
+    "latencylens_content_dropped_bytes",
+    "UTF-8 bytes of message content dropped at ingest (or cut, when content is stored).",
+    ["protocol"],
+    registry=REGISTRY,
+)
+SPAN_EVENTS_DROPPED = Counter(
+    "latencylens_span_events_dropped",
+    "Span events dropped beyond the per-span limit (the first 127 and the last are kept).",
+    ["protocol"],
+    registry=REGISTRY,
+)
 SPANS_WRITTEN = Counter(
     "latencylens_spans_written",
     "Spans inserted into ClickHouse; source=direct or spool (replayed).",

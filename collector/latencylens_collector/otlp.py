@@ -3,7 +3,9 @@
 Invalid spans are dropped one by one and counted, so one bad span never costs the whole batch;
 the count and the reasons go back to the sender as OTLP ``partial_success``. Repairable input is
 kept with a warning in the same field (``rejected_spans`` 0): strings that are not UTF-8 get U+FFFD,
-oversized attribute values are cut with a marker.
+oversized attribute values are cut with a marker, events beyond the per-span limit are dropped.
+Message content is dropped from spans and events unless the collector is told to store it
+(:mod:`.conventions.content`).
 """
 
 from __future__ import annotations
@@ -29,8 +31,16 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import SERVICE_NAME
 
 from latencylens_collector.conventions import classify
+from latencylens_collector.conventions.content import (
+    DEFAULT_CONTENT_MAX_BYTES,
+    ContentFilter,
+    ContentPolicy,
+    ContentTally,
+)
+from latencylens_collector.conventions.events import stream_attributes
 from latencylens_collector.otlp_utf8 import parse_repairing, raw_values_request_class
-from latencylens_collector.rows import DEFAULT_PROJECT, NO_PARENT, SpanRow
+from latencylens_collector.rows import DEFAULT_PROJECT, NO_PARENT, SpanEvent, SpanRow
+from latencylens_collector.settings import Settings
 
 _json_string: Final = json.encoder.encode_basestring_ascii
 """How :func:`json.dumps` writes a string (ASCII-escaped), as a C function."""
@@ -47,6 +57,7 @@ _SPAN_KINDS: Final = {
 }
 _ID_FIELDS: Final = ("traceId", "spanId", "parentSpanId")
 _TIME_FIELDS: Final = ("startTimeUnixNano", "endTimeUnixNano")
+_EVENT_TIME_FIELDS: Final = ("timeUnixNano",)
 _JSON_SURROGATE = re.compile(rb"\\u[dD][89abAB]")
 
 HOUR_NS: Final = 3600 * 1_000_000_000
@@ -54,6 +65,10 @@ FUTURE_LIMIT_NS: Final = 24 * HOUR_NS
 """Spans starting or ending further than this ahead of the collector's clock are rejected."""
 DEFAULT_MAX_ATTRIBUTE_BYTES: Final = 64 * 1024
 TRUNCATION_MARKER: Final = "…[truncated {dropped} bytes]"
+MAX_EVENTS_PER_SPAN: Final = 128
+"""Events kept per span: the first 127 and the last (a stream's first and last chunk survive)."""
+MAX_EVENT_ATTRIBUTES: Final = 128
+"""Attributes kept per event (the first ones), as OpenTelemetry SDKs limit them by default."""
 
 # Why a span was rejected: message text → short code (the metrics' ``reason`` label).
 INVALID_TRACE_ID: Final = "with an invalid trace id"
@@ -73,6 +88,8 @@ REASON_CODES: Final = {
 # Warnings: the span is kept, changed.
 NOT_UTF8: Final = "strings with invalid UTF-8 (bytes replaced by U+FFFD)"
 TRUNCATED: Final = "values truncated to the attribute size limit"
+EVENTS_DROPPED: Final = f"span events beyond {MAX_EVENTS_PER_SPAN} per span dropped"
+EVENT_ATTRIBUTES_DROPPED: Final = f"event attributes beyond {MAX_EVENT_ATTRIBUTES} per event dropped"
 
 
 class OtlpDecodeError(ValueError):
@@ -88,6 +105,8 @@ class DecodedBatch:
     reasons: Counter[str] = field(default_factory=Counter)
     warnings: Counter[str] = field(default_factory=Counter)
     """What was repaired in kept spans, with counts."""
+    content: ContentTally = field(default_factory=ContentTally)
+    """Message content removed from the kept spans and their events (policy, not a repair)."""
 
     @property
     def error_message(self) -> str:
@@ -109,6 +128,24 @@ class Limits:
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
     future_limit_ns: int = FUTURE_LIMIT_NS
     now_ns: int | None = None
+    store_content: bool = False
+    """Keep message content (opt-in); otherwise it is dropped, its size kept."""
+    max_content_bytes: int = DEFAULT_CONTENT_MAX_BYTES
+    """With ``store_content``, each content value is cut to this many UTF-8 bytes."""
+
+    @classmethod
+    def of(cls, settings: Settings, now_ns: int | None = None) -> Limits:
+        """The limits the service's settings give, at ``now_ns`` on the collector's clock."""
+        return cls(
+            max_attribute_bytes=settings.max_attribute_bytes,
+            now_ns=now_ns,
+            store_content=settings.store_content,
+            max_content_bytes=settings.content_max_bytes,
+        )
+
+    @property
+    def content_policy(self) -> ContentPolicy:
+        return ContentPolicy(store=self.store_content, max_bytes=self.max_content_bytes)
 
 
 def decode(
@@ -185,7 +222,9 @@ def parse_json(body: bytes, warnings: Counter[str] | None = None) -> ExportTrace
             notes[NOT_UTF8] += repaired
     for span in _json_spans(document):
         _hex_ids_to_base64(span)
-        _negative_times_to_zero(span)
+        _negative_times_to_zero(span, _TIME_FIELDS)
+        for event in _dicts(span.get("events")):
+            _negative_times_to_zero(event, _EVENT_TIME_FIELDS)
         for link in span.get("links") or ():
             if isinstance(link, dict):
                 _hex_ids_to_base64(link)
@@ -207,9 +246,10 @@ def _dicts(value: Any) -> Iterable[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def _negative_times_to_zero(span: dict[str, Any]) -> None:
-    """A time before 1970 cannot be a fixed64; 0 makes :func:`invalid_reason` reject the span."""
-    for key in _TIME_FIELDS:
+def _negative_times_to_zero(span: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """A time before 1970 cannot be a fixed64; 0 makes :func:`invalid_reason` reject the span (an
+    event at 0 is kept: its span may be valid)."""
+    for key in keys:
         value = span.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             try:
@@ -268,6 +308,8 @@ def flatten(
     now_ns = limits.now_ns if limits.now_ns is not None else time.time_ns()
     batch = DecodedBatch(warnings=Counter(warnings or {}))
     clip = _Clipper(limits.max_attribute_bytes, batch.warnings)
+    content = ContentFilter(limits.content_policy, cut_utf8)
+    batch.content = content.tally
     for resource_spans in request.resource_spans:
         resource = clip.mapping(to_text(resource_spans.resource.attributes))
         service = resource.get(SERVICE_NAME) or UNKNOWN_SERVICE
@@ -278,7 +320,7 @@ def flatten(
                     batch.rejected += 1
                     batch.reasons[reason] += 1
                     continue
-                batch.spans.append(span_row(span, service, resource, project, clip, to_text))
+                batch.spans.append(span_row(span, service, resource, project, clip, to_text, content))
     return batch
 
 
@@ -308,10 +350,21 @@ def span_row(
     project: str,
     clip: _Clipper | None = None,
     to_text: AttributeReader | None = None,
+    content: ContentFilter | None = None,
 ) -> SpanRow:
+    """One valid span as a row: content dropped (or cut), values clipped, events bounded."""
     clip = clip or _Clipper(DEFAULT_MAX_ATTRIBUTE_BYTES, Counter())
-    attributes = clip.mapping((to_text or attributes_to_dict)(span.attributes))
+    to_text = to_text or attributes_to_dict
+    content = content or ContentFilter(ContentPolicy(), cut_utf8)
+    attributes = clip.mapping(content.attributes(to_text(span.attributes)))
     parent = span.parent_span_id or NO_PARENT
+    events: tuple[SpanEvent, ...] = ()
+    if span.events:
+        # Stream times from every event the sender sent, before the per-span limit applies.
+        timeline = ((event.name, event.time_unix_nano, None) for event in span.events)
+        start, end = span.start_time_unix_nano, span.end_time_unix_nano
+        attributes.update(stream_attributes(timeline, start, end, span.dropped_events_count))
+        events = _events(span.events, clip, to_text, content)
     return SpanRow(
         project=project,
         trace_id=span.trace_id,
@@ -327,7 +380,29 @@ def span_row(
         status_message=clip.text(span.status.message),
         attributes=attributes,
         resource_attributes=resource,
+        events=events,
+        dropped_events_count=span.dropped_events_count,
     )
+
+
+def _events(
+    events: Any, clip: _Clipper, to_text: AttributeReader, content: ContentFilter
+) -> tuple[SpanEvent, ...]:
+    """A span's events within the limits: the first 127 and the last when there are more than 128
+    (counted in the warnings), each with at most 128 attributes, content dropped, values clipped."""
+    if len(events) > MAX_EVENTS_PER_SPAN:
+        clip.warnings[EVENTS_DROPPED] += len(events) - MAX_EVENTS_PER_SPAN
+        events = [*events[: MAX_EVENTS_PER_SPAN - 1], events[-1]]
+    out = []
+    for event in events:
+        name = clip.text(event.name)
+        attributes = event.attributes
+        if len(attributes) > MAX_EVENT_ATTRIBUTES:
+            clip.warnings[EVENT_ATTRIBUTES_DROPPED] += len(attributes) - MAX_EVENT_ATTRIBUTES
+            attributes = attributes[:MAX_EVENT_ATTRIBUTES]
+        values = clip.mapping(content.event(name, to_text(attributes))) if attributes else {}
+        out.append(SpanEvent(name, event.time_unix_nano, values))
+    return tuple(out)
 
 
 class _Clipper:
@@ -355,12 +430,17 @@ class _Clipper:
 
 def truncate_utf8(value: str, limit: int) -> str:
     """``value`` cut to at most ``limit`` UTF-8 bytes plus a marker; ``value`` itself when short."""
+    return cut_utf8(value, limit)[0]
+
+
+def cut_utf8(value: str, limit: int) -> tuple[str, int]:
+    """:func:`truncate_utf8` and how many bytes it dropped (0: ``value`` itself)."""
     data = value.encode("utf-8")
     if len(data) <= limit:
-        return value
+        return value, 0
     kept = data[:limit].decode("utf-8", errors="ignore")  # drops a character cut in half
     dropped = len(data) - len(kept.encode("utf-8"))
-    return kept + TRUNCATION_MARKER.format(dropped=dropped)
+    return kept + TRUNCATION_MARKER.format(dropped=dropped), dropped
 
 
 def attributes_to_dict(attributes: Iterable[KeyValue]) -> dict[str, str]:

@@ -6,8 +6,9 @@ component needs a migration and nothing else here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final, NamedTuple
 
 from latencylens_collector.attribution import COMPONENTS
 
@@ -21,9 +22,20 @@ STATUS_ERROR: Final = 2
 STATUS_NAMES: Final = {STATUS_UNSET: "unset", STATUS_OK: "ok", STATUS_ERROR: "error"}
 
 
+class SpanEvent(NamedTuple):
+    """One span event: its name, when it happened (integer ns since the epoch) and its attributes."""
+
+    name: str
+    time_ns: int
+    attributes: dict[str, str]
+
+
 @dataclass(frozen=True)
 class SpanRow:
-    """One row of ``spans``. Ids are raw bytes; times are integer ns since the epoch."""
+    """One row of ``spans``. Ids are raw bytes; times are integer ns since the epoch.
+
+    ``events`` may be given as a list of ``(name, time_ns, attributes)`` triples (a spool file or a
+    query returns lists): it is kept as a tuple of :class:`SpanEvent`."""
 
     trace_id: bytes
     span_id: bytes
@@ -39,6 +51,14 @@ class SpanRow:
     attributes: dict[str, str] = field(default_factory=dict)
     resource_attributes: dict[str, str] = field(default_factory=dict)
     project: str = DEFAULT_PROJECT
+    events: tuple[SpanEvent, ...] = ()
+    dropped_events_count: int = 0
+    """Events the sender dropped (OTLP ``dropped_events_count``; SDKs keep the latest events)."""
+
+    def __post_init__(self) -> None:
+        if type(self.events) is not tuple:  # a list from a spool file or a query: one check per row
+            events: Sequence[Sequence[Any]] = self.events
+            object.__setattr__(self, "events", tuple(SpanEvent(*event) for event in events))
 
     @property
     def end_ns(self) -> int:
@@ -64,6 +84,8 @@ SPAN_COLUMNS: Final = (
     "status_message",
     "attributes",
     "resource_attributes",
+    "events",
+    "dropped_events_count",
 )
 
 
@@ -84,6 +106,8 @@ def span_values(row: SpanRow) -> list[object]:
         row.status_message,
         row.attributes,
         row.resource_attributes,
+        row.events,
+        row.dropped_events_count,
     ]
 
 

@@ -25,6 +25,7 @@ from latencylens_collector.rows import (
     DEFAULT_PROJECT,
     REQUEST_COLUMNS,
     SPAN_COLUMNS,
+    SpanEvent,
     SpanRow,
 )
 from latencylens_collector.settings import Settings, chdb_path, is_chdb, redact_dsn
@@ -49,7 +50,7 @@ class StorageUnavailable(StorageError):
 _SPAN_SELECT = """
 SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, status_message,
-       attributes, resource_attributes
+       attributes, resource_attributes, {events}
 FROM {db}.spans FINAL
 WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
 ORDER BY start_ns, span_id
@@ -63,7 +64,14 @@ WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString
 ORDER BY start_ns, span_id
 """
 """What request rows are built from: every column but the two the attribution never reads
-(``resource_attributes`` is the largest map of a span and the same for every span of a service)."""
+(``resource_attributes`` is the largest map of a span and the same for every span of a service),
+nor ``events``: the stream times they give are on the span already (``latencylens.events.*``)."""
+
+_EVENTS_SELECT = (
+    "arrayMap(e -> (e.name, toUnixTimestamp64Nano(e.time), e.attributes), events) AS events, "
+    "dropped_events_count"
+)
+"""Events with their times as integer ns (a ``DateTime64`` would come back as a µs datetime)."""
 
 _SPAN_COUNTS = """
 SELECT trace_id, count() AS stored
@@ -89,11 +97,29 @@ def spans_arrow(rows: Sequence[SpanRow]) -> pa.Table:
     The rows are turned into columns in C (``attrgetter`` then ``zip``) and pyarrow builds each
     column in C (maps from the dicts as they are), so an insert costs no per-value Python work."""
     columns = list(zip(*map(_SPAN_FIELDS, rows), strict=True)) or [()] * len(SPAN_COLUMNS)
-    arrays = [
-        _map_array(values) if kind is _MAP else pa.array(values, kind)
-        for values, kind in zip(columns, _SPAN_TYPES, strict=True)
-    ]
+    arrays = [_column(values, kind) for values, kind in zip(columns, _SPAN_TYPES, strict=True)]
     return pa.Table.from_arrays(arrays, names=list(SPAN_COLUMNS))
+
+
+def _column(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
+    if kind is _MAP:
+        return _map_array(values)
+    if kind is _EVENTS:
+        return _events_array(values)
+    return pa.array(values, kind)
+
+
+def _events_array(per_row: Sequence[Sequence[SpanEvent]]) -> pa.ListArray:
+    """The ``events`` column from flat names, times and attribute maps plus offsets (most spans
+    have none, so a batch usually costs one offsets array)."""
+    offsets = pa.array([0, *itertools.accumulate(map(len, per_row))], pa.int32())
+    flat = list(itertools.chain.from_iterable(per_row))
+    names, times, attributes = zip(*flat, strict=True) if flat else ((), (), ())
+    items = pa.StructArray.from_arrays(
+        [pa.array(names, _STRING), pa.array(times, _TIME_NS), _map_array(attributes)],
+        fields=list(_EVENT),
+    )
+    return pa.ListArray.from_arrays(offsets, items, type=_EVENTS)
 
 
 def _map_array(dicts: Sequence[dict[str, str]]) -> pa.MapArray:
@@ -124,6 +150,8 @@ _TRACE_ID: Final = pa.binary(16)
 _SPAN_ID: Final = pa.binary(8)
 _TIME_NS: Final = pa.timestamp("ns", tz="UTC")
 _MAP: Final = pa.map_(pa.string(), pa.string())
+_EVENT: Final = pa.struct([("name", _STRING), ("time", _TIME_NS), ("attributes", _MAP)])
+_EVENTS: Final = pa.list_(_EVENT)
 _SPAN_FIELDS: Final = operator.attrgetter(*(_ROW_FIELD.get(column, column) for column in SPAN_COLUMNS))
 _REQUEST_ITEMS: Final = operator.itemgetter(*REQUEST_COLUMNS)
 _REQUEST_TYPE_OF: Final[dict[str, pa.DataType]] = {
@@ -156,6 +184,8 @@ _SPAN_TYPES: Final = (
     _STRING,  # status_message
     _MAP,  # attributes
     _MAP,  # resource_attributes
+    _EVENTS,  # events
+    pa.uint32(),  # dropped_events_count
 )
 
 
@@ -281,7 +311,8 @@ class Store:
         if not ids:
             return []
         select = _SPAN_SELECT_FOR_REQUESTS if for_requests else _SPAN_SELECT
-        rows = self.query(select.format(db=self.database), {"project": project, "trace_ids": ids})
+        sql = select.format(db=self.database, events=_EVENTS_SELECT)
+        rows = self.query(sql, {"project": project, "trace_ids": ids})
         return [SpanRow(**row) for row in rows]
 
     def stored_span_counts(

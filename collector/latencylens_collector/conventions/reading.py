@@ -13,6 +13,7 @@ from typing import Final
 from latencylens import semconv
 from latencylens_collector.attribution import ModelTiming
 from latencylens_collector.conventions import genai, logfire, openinference, openlit, openllmetry, vllm
+from latencylens_collector.conventions.events import FIRST_CONTENT_NS, LAST_CHUNK_NS
 from latencylens_collector.conventions.values import (
     first_int,
     first_seconds_ns,
@@ -81,7 +82,9 @@ def canonical_attributes(attributes: Mapping[str, str], duration_ns: int) -> dic
 
     Other instrumentations end a streamed call's span when its last chunk arrives, and record no
     last-chunk time: for them the last chunk is taken as the span's end, so decode is measured as
-    end − first chunk. Our SDK records both itself (``latencylens.stream.*``).
+    end − first chunk. Our SDK records both itself (``latencylens.stream.*``). Chunk events
+    (:mod:`.events`, summarised at decode) give the first content when no attribute does, and the
+    last chunk; they are not read when our SDK recorded the stream.
     """
     result = dict(attributes)
     for key, value in token_counts(attributes).items():
@@ -92,11 +95,17 @@ def canonical_attributes(attributes: Mapping[str, str], duration_ns: int) -> dic
     provider = first_text(attributes, *PROVIDER_KEYS)
     if provider and not attributes.get(semconv.GEN_AI_PROVIDER_NAME):
         result[semconv.GEN_AI_PROVIDER_NAME] = provider
+    own = _own_stream_record(attributes)
     first = first_chunk_ns(attributes)
+    if first is None and not own:
+        first = parse_int(attributes.get(FIRST_CONTENT_NS))
     if first is not None and semconv.STREAM_FIRST_CONTENT_NS not in attributes:
         result[semconv.STREAM_FIRST_CONTENT_NS] = str(first)
-        if not _own_stream_record(attributes) and duration_ns >= first:
-            result[semconv.STREAM_LAST_CHUNK_NS] = str(duration_ns)
+        last = parse_int(attributes.get(LAST_CHUNK_NS))
+        if last is None or last < first:
+            last = duration_ns
+        if not own and last >= first:
+            result[semconv.STREAM_LAST_CHUNK_NS] = str(last)
     return result
 
 

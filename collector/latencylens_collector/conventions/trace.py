@@ -130,6 +130,7 @@ def _with_server_timing(client: Mapping[str, str], server: SpanRow) -> dict[str,
         if key.startswith(("gen_ai.usage.", semconv.GEN_AI_RESPONSE_MODEL)):
             merged.setdefault(key, value)
     merged.setdefault(semconv.GEN_AI_PROVIDER_NAME, vllm.PROVIDER)
+    merged.update(vllm.reported_first_token(merged, server.attributes))  # when the client has none
     return merged
 
 
@@ -141,7 +142,6 @@ def _server_as_model_call(row: SpanRow) -> SpanRow:
     timing = vllm.server_timing(row.attributes)
     timing[semconv.PROVIDER_SERVER_TOTAL_NS] = duration
     attributes.update({key: str(value) for key, value in timing.items()})
-    for key, value in vllm.server_stream_offsets(row.attributes).items():
-        attributes.setdefault(key, str(value))
+    attributes.update(vllm.reported_first_token(attributes, row.attributes))
     attributes.setdefault(semconv.GEN_AI_PROVIDER_NAME, vllm.PROVIDER)
     return dataclasses.replace(row, kind=semconv.KIND_MODEL, duration_ns=duration, attributes=attributes)

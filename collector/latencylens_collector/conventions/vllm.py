@@ -82,3 +82,19 @@ def server_stream_offsets(attributes: Mapping[str, str]) -> dict[str, int]:
     last = first_seconds_ns(attributes, GEN_AI_LATENCY_E2E)
     values = {semconv.STREAM_FIRST_CONTENT_NS: first, semconv.STREAM_LAST_CHUNK_NS: last}
     return {key: value for key, value in values.items() if value is not None}
+
+
+def reported_first_token(client: Mapping[str, str], server: Mapping[str, str]) -> dict[str, str]:
+    """vLLM's time to first token (and e2e as the last token) for a client call that measured no
+    first content, marked ``reported`` (``latencylens.provenance.ttft``); empty otherwise.
+
+    vLLM counts from the request's arrival at the server, so this TTFT leaves out the network to
+    and from it: it is the server's share of the client's TTFT, never more."""
+    if semconv.STREAM_FIRST_CONTENT_NS in client:
+        return {}
+    offsets = server_stream_offsets(server)
+    if semconv.STREAM_FIRST_CONTENT_NS not in offsets:
+        return {}
+    found = {key: str(value) for key, value in offsets.items() if key not in client}
+    found[semconv.PROVENANCE_TTFT] = semconv.SOURCE_REPORTED
+    return found

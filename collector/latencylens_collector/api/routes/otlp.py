@@ -78,7 +78,7 @@ async def export_traces(request: Request, settings: SettingsDep, project: Projec
         return _error(415, _INVALID_ARGUMENT, f"unsupported Content-Type {shown}; use {ACCEPTED_TYPES}", True)
     pipeline: Pipeline = request.app.state.pipeline
     clock: Clock = request.app.state.clock
-    limits = otlp.Limits(max_attribute_bytes=settings.max_attribute_bytes, now_ns=clock())
+    limits = otlp.Limits.of(settings, now_ns=clock())
     try:
         body = await _read_body(request, settings.max_body_bytes)
         with pipeline.decoding():  # until the spans are queued: the writer flushes once none is open
