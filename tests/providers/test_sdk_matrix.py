@@ -17,6 +17,9 @@ content part is due 50 ms after the request arrived (an empty or metadata part c
 * a non-streamed call's span lasts at least the hold and ends after the body was sent;
 * token counts and provider timings are the documented payload's (arithmetic beside each).
 
+The httpx hook's route for self-hosted servers (``instrument_httpx``) runs through the same matrix
+with the OpenAI client.
+
 Every case runs twice on one client; the first call warms the SDK (lazy imports, connection).
 """
 
@@ -27,7 +30,7 @@ import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anthropic
@@ -239,7 +242,8 @@ OLLAMA = {
 class Sdk:
     """One SDK endpoint: how to instrument it, make its clients, and what its replay sends."""
 
-    instrument: Callable[[], latencylens.Instrumentation]
+    instrument: Callable[[str], latencylens.Instrumentation]
+    """Called with the replay server's URL."""
     client: Callable[[str], Any]
     async_client: Callable[[str], Any]
     path: str
@@ -292,7 +296,7 @@ def _async_cerebras(url: str) -> Any:
 
 SDKS = {
     "openai-chat": Sdk(
-        latencylens.instrument_openai,
+        lambda url: latencylens.instrument_openai(),
         _openai,
         _async_openai,
         "/v1/chat/completions",
@@ -302,7 +306,7 @@ SDKS = {
         OPENAI_CHAT,
     ),
     "openai-responses": Sdk(
-        latencylens.instrument_openai,
+        lambda url: latencylens.instrument_openai(),
         _openai,
         _async_openai,
         "/v1/responses",
@@ -312,7 +316,7 @@ SDKS = {
         OPENAI_RESPONSES,
     ),
     "anthropic": Sdk(
-        latencylens.instrument_anthropic,
+        lambda url: latencylens.instrument_anthropic(),
         _anthropic,
         _async_anthropic,
         "/v1/messages",
@@ -322,7 +326,7 @@ SDKS = {
         ANTHROPIC_STREAM,
     ),
     "groq": Sdk(
-        latencylens.instrument_groq,
+        lambda url: latencylens.instrument_groq(),
         _groq,
         _async_groq,
         "/openai/v1/chat/completions",
@@ -332,7 +336,7 @@ SDKS = {
         GROQ_STREAM,
     ),
     "cerebras": Sdk(
-        latencylens.instrument_cerebras,
+        lambda url: latencylens.instrument_cerebras(),
         _cerebras,
         _async_cerebras,
         "/v1/chat/completions",
@@ -341,8 +345,19 @@ SDKS = {
         CEREBRAS,
         CEREBRAS,
     ),
+    # Not an SDK patch: the httpx hook's route for a self-hosted OpenAI-compatible server (vLLM).
+    "httpx-hook": Sdk(
+        lambda url: latencylens.instrument_httpx(base_urls=[url + "/v1"], provider="vllm"),
+        _openai,
+        _async_openai,
+        "/v1/chat/completions",
+        lambda: json_reply(openai_chat_completion(), delay_s=HOLD_S),
+        _openai_chat_stream(),
+        {**OPENAI_CHAT, semconv.GEN_AI_PROVIDER_NAME: "vllm", semconv.SERVER_ADDRESS: "127.0.0.1"},
+        {**OPENAI_CHAT, semconv.GEN_AI_PROVIDER_NAME: "vllm", semconv.SERVER_ADDRESS: "127.0.0.1"},
+    ),
     "ollama-chat": Sdk(
-        latencylens.instrument_ollama,
+        lambda url: latencylens.instrument_ollama(),
         lambda url: ollama.Client(host=url, trust_env=False),
         lambda url: ollama.AsyncClient(host=url, trust_env=False),
         "/api/chat",
@@ -352,7 +367,7 @@ SDKS = {
         OLLAMA,
     ),
     "ollama-generate": Sdk(
-        latencylens.instrument_ollama,
+        lambda url: latencylens.instrument_ollama(),
         lambda url: ollama.Client(host=url, trust_env=False),
         lambda url: ollama.AsyncClient(host=url, trust_env=False),
         "/api/generate",
@@ -799,8 +814,15 @@ def _ollama_cases() -> list[Case]:
     ]
 
 
+def _httpx_hook_cases() -> list[Case]:
+    """The OpenAI client through the hook's route: plain, streamed, and a raw stream."""
+    modes = ("create", "create-stream", "with_raw_response-stream")
+    return [replace(case, sdk="httpx-hook") for case in _openai_chat_cases() if case.mode in modes]
+
+
 CASES = [
     *_openai_chat_cases(),
+    *_httpx_hook_cases(),
     *_openai_responses_cases(),
     *_anthropic_cases(),
     *_compatible_cases("groq", GROQ),
@@ -872,7 +894,7 @@ def test_sdk_call_makes_one_model_span_timed_like_the_server_sent_it(
         sdk.path,
         lambda request: script.reply() if (request.json() or {}).get("stream") is True else sdk.plain(),
     )
-    undo(sdk.instrument())
+    undo(sdk.instrument(server.url))
 
     results, returned = _run_twice(sdk, case, server.url, is_async)
     assert results == [case.expect, case.expect]
@@ -938,6 +960,6 @@ def test_matrix_covers_every_instrumented_sdk_sync_async_stream_and_raw() -> Non
     covered = {(case.sdk, case.streamed) for case in CASES}
     assert covered == {(sdk, streamed) for sdk in SDKS for streamed in (False, True)}
     raw = {case.sdk for case in CASES if case.mode.startswith("with_raw_response")}
-    assert raw == {"openai-chat", "openai-responses", "anthropic", "groq", "cerebras"}
+    assert raw == {"openai-chat", "openai-responses", "anthropic", "groq", "cerebras", "httpx-hook"}
     helpers = {case.sdk for case in CASES if case.mode.startswith("stream-helper")}
     assert helpers == {"openai-chat", "anthropic"}
