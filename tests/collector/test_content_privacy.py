@@ -6,7 +6,8 @@ keeps content cut to its cap. End to end: the real OpenLLMetry, OpenInference, L
 instrumentations (each in a process of its own, ``content_producer.py``) record a non-streamed
 call and a stream of the real ``openai`` SDK whose prompt and answer hold a secret, and export
 with the real OTLP/HTTP exporter to a real collector: the secret is in no column of ``spans`` or
-``requests`` and in no API answer; with ``store_content`` it is there.
+``requests`` and in no API answer; with ``store_content`` it is there. Over OTLP/gRPC (the real
+gRPC exporter) the same setting applies.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from otlp_builders import chat_trace, export_request, recent_base_ns, to_otlp_json
-from pipeline_helpers import wait_until
+from opentelemetry.sdk.trace.export import SpanExportResult
+from otlp_builders import MS, chat_trace, export_request, new_span_id, recent_base_ns, span, to_otlp_json
+from pipeline_helpers import grpc_target, wait_until
 
 from latencylens_collector import otlp
 from latencylens_collector.conventions import content
@@ -220,6 +223,29 @@ def api_answers(url: str, traces: dict[str, str]) -> str:
     pages += [httpx.get(f"{url}/api/requests/{trace_id}") for trace_id in traces.values()]
     assert all(page.status_code == 200 for page in pages), [page.text[:200] for page in pages]
     return "\n".join(page.text for page in pages)
+
+
+@pytest.mark.parametrize("store_content", [False, True], ids=["default", "opt-in"])
+def test_over_grpc_the_same_setting_applies(store_content: bool, start_collector: Any) -> None:
+    collector = start_collector(store_content=store_content)
+    trace = chat_trace(recent_base_ns())
+    root = trace[0]
+    assert root.context is not None and root.start_time is not None
+    model = span(
+        "chat gpt-4.1",
+        root.context.trace_id,
+        new_span_id(),
+        root.context.span_id,
+        root.start_time + MS,
+        root.start_time + 2 * MS,
+        {"gen_ai.operation.name": "chat", "gen_ai.input.messages": f'[{{"content": "{SECRET}"}}]'},
+    )
+    exporter = OTLPSpanExporter(endpoint=grpc_target(collector.url), insecure=True, timeout=30)
+    assert exporter.export([*trace, model]) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+    trace_id = root.context.trace_id.to_bytes(16, "big")
+    wait_until(lambda: len(collector.store.spans_of_traces([trace_id])) == 5, what="the spans")
+    assert rows_with(collector.store, "spans", SECRET) == (1 if store_content else 0)
 
 
 @pytest.mark.parametrize("name", INSTRUMENTATIONS)
