@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
+import importlib.util
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,11 +36,24 @@ Target = tuple[str, str, str, str]
 """(module, class, method, gen_ai operation)."""
 
 _CHAT = semconv.OPERATION_CHAT
-_SDKS: dict[str, tuple[str, str, list[Target]]] = {
-    # sdk key: (provider name, pip package, methods)
-    "openai": (
+
+
+@dataclass(frozen=True)
+class _Sdk:
+    """An instrumentable SDK: its provider name, pip package, the oldest version whose methods sit
+    where ``targets`` says (also the lower bound in ``pyproject.toml``), and the methods to wrap."""
+
+    provider: str
+    package: str
+    minimum: str
+    targets: list[Target]
+
+
+_SDKS: dict[str, _Sdk] = {
+    "openai": _Sdk(
         "openai",
         "openai",
+        "1.66",
         [
             ("openai.resources.chat.completions.completions", "Completions", "create", _CHAT),
             ("openai.resources.chat.completions.completions", "AsyncCompletions", "create", _CHAT),
@@ -46,9 +61,10 @@ _SDKS: dict[str, tuple[str, str, list[Target]]] = {
             ("openai.resources.responses.responses", "AsyncResponses", "create", _CHAT),
         ],
     ),
-    "anthropic": (
+    "anthropic": _Sdk(
         "anthropic",
         "anthropic",
+        "0.41",
         [
             ("anthropic.resources.messages.messages", "Messages", "create", _CHAT),
             ("anthropic.resources.messages.messages", "AsyncMessages", "create", _CHAT),
@@ -57,25 +73,28 @@ _SDKS: dict[str, tuple[str, str, list[Target]]] = {
             ("anthropic.resources.messages.messages", "AsyncMessages", "stream", _CHAT),
         ],
     ),
-    "groq": (
+    "groq": _Sdk(
         "groq",
         "groq",
+        "0.11",
         [
             ("groq.resources.chat.completions", "Completions", "create", _CHAT),
             ("groq.resources.chat.completions", "AsyncCompletions", "create", _CHAT),
         ],
     ),
-    "cerebras": (
+    "cerebras": _Sdk(
         "cerebras",
         "cerebras-cloud-sdk",
+        "1.0",
         [
             ("cerebras.cloud.sdk.resources.chat.completions", "CompletionsResource", "create", _CHAT),
             ("cerebras.cloud.sdk.resources.chat.completions", "AsyncCompletionsResource", "create", _CHAT),
         ],
     ),
-    "ollama": (
+    "ollama": _Sdk(
         "ollama",
         "ollama",
+        "0.4",
         [
             ("ollama._client", "Client", "chat", _CHAT),
             ("ollama._client", "Client", "generate", semconv.OPERATION_TEXT_COMPLETION),
@@ -118,19 +137,17 @@ def instrument_sdk(sdk: str) -> Instrumentation:
     existing = _active.get(sdk)
     if existing is not None:
         return existing
-    provider, package, targets = _SDKS[sdk]
+    spec = _SDKS[sdk]
     classes = []
-    for module_name, class_name, method, operation in targets:
+    for module_name, class_name, method, operation in spec.targets:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise MissingDependencyError(
-                f"latencylens.instrument_{sdk}() needs the {package!r} package: pip install {package}"
-            ) from exc
+            raise MissingDependencyError(_missing(sdk, spec, module_name)) from exc
         cls = getattr(module, class_name, None)
         if cls is not None and hasattr(cls, method):
             classes.append((cls, method, operation))
-    adapter = get_adapter(provider)
+    adapter = get_adapter(spec.provider)
     handle = Instrumentation(sdk)
     for cls, method, operation in classes:
         original = cls.__dict__.get(method) or getattr(cls, method)
@@ -140,6 +157,26 @@ def instrument_sdk(sdk: str) -> Instrumentation:
     handle._restore.append(_httpx.uninstall)
     _active[sdk] = handle
     return handle
+
+
+def _missing(sdk: str, spec: _Sdk, module_name: str) -> str:
+    """What to install: the package, or a newer version when an older one lacks ``module_name``."""
+    needs = f"latencylens.instrument_{sdk}() needs"
+    top = module_name.partition(".")[0]
+    try:
+        installed = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        installed = False
+    if not installed:
+        return f"{needs} the {spec.package!r} package: pip install {spec.package}"
+    try:
+        version = importlib.metadata.version(spec.package)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return (
+        f"{needs} {spec.package}>={spec.minimum} ({version} is installed, without {module_name}): "
+        f"pip install -U '{spec.package}>={spec.minimum}'"
+    )
 
 
 def instrument_httpx(

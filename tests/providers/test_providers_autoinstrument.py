@@ -356,3 +356,41 @@ def test_missing_sdk_says_what_to_install() -> None:
         "latencylens.instrument_cerebras() needs the 'cerebras-cloud-sdk' package: "
         "pip install cerebras-cloud-sdk"
     )
+
+
+def test_too_old_sdk_says_which_version_to_install() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["openai.resources.responses.responses"] = None  # as in openai < 1.66
+        import latencylens
+        try:
+            latencylens.instrument_openai()
+        except latencylens.MissingDependencyError as exc:
+            print(exc)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == (
+        f"latencylens.instrument_openai() needs openai>=1.66 ({openai.__version__} is installed, without "
+        "openai.resources.responses.responses): pip install -U 'openai>=1.66'"
+    )
+
+
+def test_declared_lower_bounds_are_the_ones_pyproject_pins() -> None:
+    from pathlib import Path
+
+    import tomllib
+
+    from latencylens._instrument import _SDKS
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    pinned = {
+        requirement.split(">=")[0]: requirement.split(">=")[1]
+        for requirement in extras["demo"] + extras["test"]
+        if ">=" in requirement
+    }
+    assert {spec.package: pinned[spec.package] for spec in _SDKS.values()} == {
+        spec.package: spec.minimum for spec in _SDKS.values()
+    }
