@@ -75,7 +75,10 @@ class CallShape:
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span | None, int]:
         """Start this call's span, or return ``(None, 0)`` to run the call untraced."""
-        return start_span(self.name, self.kind, self.attributes)
+        start = _time_ns()  # start_span, inlined: this runs on every decorated call
+        return _tracer.start_span(
+            self.name, kind=self.kind, attributes=self.attributes, start_time=start
+        ), start
 
 
 def start_span(name: str, kind: SpanKind, attributes: dict[str, Any]) -> tuple[Span, int]:
@@ -165,7 +168,8 @@ def fail(span: Span, exc: BaseException) -> None:
 
 
 # What a result is, cached per type (attribute lookups on pydantic classes are slow when they miss).
-_PLAIN, _COROUTINE, _SYNC, _ASYNC, _BOTH, _MANAGER = range(6)
+_PLAIN, _HTTP, _COROUTINE, _SYNC, _ASYNC, _BOTH, _MANAGER = range(7)
+"""Kinds of result; the first two are complete results (an httpx ``Response`` is ``_HTTP``)."""
 _KIND_CACHE_LIMIT = 512
 _kinds: dict[type, int] = {}
 
@@ -188,6 +192,8 @@ def result_kind(cls: type) -> int:
             hasattr(cls, "__enter__") or hasattr(cls, "__aenter__")
         ):
             kind = _MANAGER
+        elif is_http_response(cls):
+            kind = _HTTP
         else:
             kind = _PLAIN
         if len(_kinds) < _KIND_CACHE_LIMIT:  # classes made per call cannot grow it without bound
@@ -205,18 +211,22 @@ def settle(
         kind = _kinds.get(type(result))
         if kind is None:
             kind = result_kind(type(result))
-        if kind == _COROUTINE:
+        if kind <= _HTTP:
+            if shape.model and shape.adapter is not None and span.is_recording():
+                response = result if kind == _HTTP else None
+                if response is None and record is not None and record.response is not None:
+                    response = _wrapped_response(result, record.response)
+                if _read_model_result(span, start, shape.adapter, result, response, record):
+                    return result  # a metered body or a wrapped container stream now owns the span
+        elif kind == _COROUTINE:
             return awaited(shape, span, start, result, record)
-        if kind != _PLAIN and span.is_recording():
+        elif span.is_recording():
             if kind == _MANAGER:
                 if shape.model:
                     return ManagedStream(result, span, start, shape.adapter, record)
             elif shape.streams:
                 is_async = kind == _ASYNC or (kind == _BOTH and from_async)
                 return _stream_proxy(shape, span, start, result, record, is_async)
-        elif shape.model and shape.adapter is not None and span.is_recording():
-            if _read_model_result(span, start, shape.adapter, result, record):
-                return result  # a metered body or a wrapped container stream now owns the span
     except Exception:
         _extract_failed(span)
     span.end()
@@ -235,11 +245,11 @@ def _stream_proxy(
 
 
 def _read_model_result(
-    span: Span, start: int, adapter: ProviderAdapter, result: Any, record: CallRecord | None
+    span: Span, start: int, adapter: ProviderAdapter, result: Any, response: Any, record: CallRecord | None
 ) -> bool:
     """Set the usage of a complete result on ``span``; True when something else now owns the span
-    (a metered HTTP body, or the proxy put into Bedrock's ``{"stream": ...}`` container)."""
-    response = _http_response(result, record)
+    (a metered HTTP body, or the proxy put into Bedrock's ``{"stream": ...}`` container).
+    ``response``: the httpx response when ``result`` is it or an SDK's raw response around it."""
     if response is not None:
         if meter(response, span, start, adapter):
             return True
@@ -256,16 +266,10 @@ def _read_model_result(
     return False
 
 
-def _http_response(result: Any, record: CallRecord | None) -> Any:
-    """The httpx response when ``result`` is one, or an SDK's raw-response object around the response
-    the HTTP hook saw for this call (``.http_response``), else None."""
-    if is_http_response(type(result)):
-        return result
-    if record is not None:
-        response = record.response
-        if response is not None and getattr(result, "__dict__", _NO_DICT).get("http_response") is response:
-            return response
-    return None
+def _wrapped_response(result: Any, response: Any) -> Any:
+    """``response`` (what the HTTP hook saw for this call) when ``result`` is an SDK's raw-response
+    object around it (``with_raw_response``, ``with_streaming_response``), else None."""
+    return response if getattr(result, "__dict__", _NO_DICT).get("http_response") is response else None
 
 
 _NO_DICT: dict[str, Any] = {}
