@@ -12,7 +12,7 @@ function that returns a coroutine):
 * an SDK stream helper's manager (``…StreamManager``, e.g. anthropic ``messages.stream()``): handed
   back behind a proxy that enters it with the span's context and meters the HTTP body the helper
   reads (``_body``), so every way of reading it (iteration, ``text_stream``, ``get_final_message``)
-  is timed;
+  is timed (any other context manager is an ordinary result);
 * the HTTP response, or an SDK raw-response object around it (``with_raw_response``,
   ``with_streaming_response``): usage from the body if it is read, else the body is metered;
 * anything else: usage read from it (model calls) and the span ended.

@@ -1,0 +1,1 @@
+"""Pure request analysis: span records, conventions, attribution, explanations (no I/O)."""

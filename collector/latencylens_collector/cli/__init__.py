@@ -1,0 +1,1 @@
+"""The ``latencylens`` command line."""

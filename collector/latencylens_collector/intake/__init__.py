@@ -1,0 +1,1 @@
+"""OTLP intake: decoding export bodies and the gRPC receiver."""

@@ -1,0 +1,1 @@
+"""Process-wide facilities: the Prometheus registry and the background scheduler."""

@@ -1,0 +1,1 @@
+"""ClickHouse storage: the store client, migrations, DDL and the hourly rollup."""
