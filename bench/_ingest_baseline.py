@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from bench import _payloads
 from latencylens_collector.settings import Settings, chdb_dsn
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 _MAP = pa.map_(pa.string(), pa.string())
 

@@ -24,10 +24,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from latencylens_collector import queries, rollup
-from latencylens_collector.models import CompareResponse
+from latencylens_collector import queries
+from latencylens_collector.queries.responses import CompareResponse
 from latencylens_collector.settings import Settings, chdb_dsn
-from latencylens_collector.storage import Store
+from latencylens_collector.storage import rollup
+from latencylens_collector.storage.store import Store
 
 REQUESTS = int(os.environ.get("LATENCYLENS_BENCH_REQUESTS", "1000000"))
 """Requests to load (a smaller number makes a quick smoke run)."""

@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from latencylens_collector.server import ServiceThread
+from latencylens_collector.api.server import ServiceThread
 from latencylens_collector.settings import Settings
 from latencylens_collector.settings import chdb_dsn as _chdb_dsn
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 SERVER_URL_ENV = "LATENCYLENS_TEST_CLICKHOUSE_URL"
 """Set to an http(s) ClickHouse DSN to run the server-only tests; they are skipped otherwise."""

@@ -175,7 +175,7 @@ class Settings(BaseSettings):
         30,
         description="An hour is rolled up only once no row has been inserted into it for this long "
         "(inserts in flight when a build starts must have committed): see "
-        ":mod:`latencylens_collector.rollup`.",
+        ":mod:`latencylens_collector.storage.rollup`.",
     )
     slo_webhook_urls: UrlList = Field((), description="Comma-separated URLs that receive SLO alerts as JSON.")
     slo_slack_webhook_urls: UrlList = Field(

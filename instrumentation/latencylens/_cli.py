@@ -16,7 +16,7 @@ MISSING_SERVER_EXIT_CODE = 2
 def main() -> Any:
     """Run the collector's command line, or explain which extra to install."""
     try:
-        from latencylens_collector.cli import main as service_main
+        from latencylens_collector.cli.main import main as service_main
     except ImportError:
         print(MISSING_SERVER_MESSAGE, file=sys.stderr)
         raise SystemExit(MISSING_SERVER_EXIT_CODE) from None

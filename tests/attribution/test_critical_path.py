@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from latencylens_collector.attribution import (
+from latencylens_collector.analysis.attribution import (
     APP_OTHER,
     COMPONENTS,
     DECODE,

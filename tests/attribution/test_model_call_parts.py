@@ -3,7 +3,7 @@ the server's other time) and unattributed time."""
 
 from __future__ import annotations
 
-from latencylens_collector.attribution import (
+from latencylens_collector.analysis.attribution import (
     COMPONENTS,
     DECODE,
     DERIVED,

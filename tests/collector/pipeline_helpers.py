@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 
 def grpc_target(url: str) -> str:
@@ -31,7 +31,7 @@ def span_counts(store: Store) -> dict[str, int]:
 
 
 def metric(name: str, **labels: str) -> float:
-    from latencylens_collector.metrics import REGISTRY
+    from latencylens_collector.runtime.metrics import REGISTRY
 
     return REGISTRY.get_sample_value(name, labels) or 0.0
 

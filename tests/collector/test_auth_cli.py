@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from latencylens_collector.auth import KeyStore
-from latencylens_collector.cli import main
+from latencylens_collector.cli.main import main
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from otlp_builders import chat_trace, post_protobuf, recent_base_ns
 
-from latencylens_collector.cli import main
+from latencylens_collector.cli.main import main
 from latencylens_collector.settings import Settings
 
 

@@ -7,10 +7,10 @@ import uuid
 
 from otlp_builders import chat_trace, export_request, recent_base_ns
 
-from latencylens_collector import otlp
-from latencylens_collector.ingest import Ingestor
+from latencylens_collector.intake import otlp
+from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.settings import Settings
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 
 def test_store_on_a_server(clickhouse_server_url: str) -> None:

@@ -9,16 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from latencylens_collector.ddl import (
+from latencylens_collector.settings import Settings
+from latencylens_collector.storage.ddl import (
     Topology,
     current_ttl,
     render,
     retention_statement,
     schema_migrations_table,
 )
-from latencylens_collector.migrate import apply_migrations, apply_retention, load_migrations, topology_of
-from latencylens_collector.settings import Settings
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.migrations import (
+    apply_migrations,
+    apply_retention,
+    load_migrations,
+    topology_of,
+)
+from latencylens_collector.storage.store import Store
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "cluster_migrations_0001_0003.sql"
 CLUSTER_ENV = "LATENCYLENS_TEST_CLICKHOUSE_CLUSTER"

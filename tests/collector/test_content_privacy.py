@@ -29,8 +29,8 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from otlp_builders import MS, chat_trace, export_request, new_span_id, recent_base_ns, span, to_otlp_json
 from pipeline_helpers import grpc_target, wait_until
 
-from latencylens_collector import otlp
-from latencylens_collector.conventions import content
+from latencylens_collector.analysis.conventions import content
+from latencylens_collector.intake import otlp
 from latencylens_collector.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from latencylens_collector import otlp
-from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.demo.provider_sim import ProviderSimulator, Timing
-from latencylens_collector.ingest import build_request_row
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.intake import otlp
+from latencylens_collector.pipeline.ingest import build_request_row
 
 pytest.importorskip("opentelemetry.instrumentation.openai")
 pytest.importorskip("openinference.instrumentation.openai")

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
 from provider_payloads import openai_chat_completion, openai_chunk, openai_usage_chunk
 from provider_replay import Recorded, ReplayServer, Reply, json_reply, sse_reply
 
-from latencylens_collector.server import ServiceThread
+from latencylens_collector.api.server import ServiceThread
 from latencylens_collector.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from latencylens_collector.rows import SpanRow
-from latencylens_collector.storage import Store
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.storage.store import Store
 
 
 def _spans(n: int) -> list[SpanRow]:

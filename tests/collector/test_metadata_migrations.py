@@ -15,7 +15,7 @@ from latencylens_collector.auth import KeyStore
 from latencylens_collector.auth.store import ApiKeyRecord
 from latencylens_collector.auth.tokens import hash_key, new_key
 from latencylens_collector.metadata import db
-from latencylens_collector.slo.models import Base as SloBase
+from latencylens_collector.slo.records import Base as SloBase
 
 SLO_TABLES = {"slo_definitions", "slo_status", "slo_alerts", "slo_alert_transitions", "slo_silences"}
 OUR_TABLES = SLO_TABLES | {"api_keys", db.VERSION_TABLE}

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from latencylens_collector.attribution import COMPONENTS
-from latencylens_collector.migrate import apply_migrations, load_migrations, migrations_dir
-from latencylens_collector.rows import REQUEST_COLUMNS, SPAN_COLUMNS
+from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.analysis.records import REQUEST_COLUMNS, SPAN_COLUMNS
 from latencylens_collector.settings import Settings
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.migrations import apply_migrations, load_migrations, migrations_dir
+from latencylens_collector.storage.store import Store
 
 
 def _columns(store: Store, table: str) -> list[str]:

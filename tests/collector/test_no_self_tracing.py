@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from latencylens_collector.server import ServiceThread
+    from latencylens_collector.api.server import ServiceThread
     from latencylens_collector.settings import Settings
 
     exporter = InMemorySpanExporter()

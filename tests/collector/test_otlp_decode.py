@@ -17,8 +17,8 @@ from otlp_builders import (
 )
 
 from latencylens import semconv
-from latencylens_collector import otlp
-from latencylens_collector.rows import NO_PARENT
+from latencylens_collector.analysis.records import NO_PARENT
+from latencylens_collector.intake import otlp
 
 BASE = 1_700_000_000_000_000_000
 

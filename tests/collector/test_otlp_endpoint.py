@@ -26,7 +26,7 @@ from otlp_builders import (
     span,
 )
 
-from latencylens_collector.storage import StorageUnavailable
+from latencylens_collector.storage.store import StorageUnavailable
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 JSON = {"Content-Type": "application/json"}

@@ -7,7 +7,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from otlp_builders import chat_trace, export_request
 
-from latencylens_collector import otlp
+from latencylens_collector.intake import otlp
 
 BASE = 1_700_000_000_000_000_000
 

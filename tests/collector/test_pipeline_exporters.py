@@ -25,8 +25,8 @@ from otlp_builders import (
 )
 from pipeline_helpers import grpc_target, metric
 
+from latencylens_collector.analysis.records import DEFAULT_PROJECT
 from latencylens_collector.auth import KeyStore
-from latencylens_collector.rows import DEFAULT_PROJECT
 
 
 def stored(collector, spans) -> int:

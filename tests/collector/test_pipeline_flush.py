@@ -19,13 +19,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from otlp_builders import chat_trace, export_request, protobuf_body, recent_base_ns
 from pipeline_helpers import grpc_target, metric
 
-from latencylens_collector.ingest import Ingestor
+from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.pipeline import Outcome, Pipeline, PipelineClosed, QueueFull
+from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue, Ticket
 from latencylens_collector.pipeline.writer import Writer
-from latencylens_collector.rows import SpanRow
 from latencylens_collector.settings import Settings
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 HOUR = 3600.0
 BOUND_S = 20.0

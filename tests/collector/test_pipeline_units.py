@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from latencylens_collector.otlp import truncate_utf8
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.intake.otlp import truncate_utf8
 from latencylens_collector.pipeline import PipelineClosed, QueueFull
 from latencylens_collector.pipeline.queue import BoundedQueue
 from latencylens_collector.pipeline.spool import QUARANTINE_DIR, Spool, SpoolError
-from latencylens_collector.rows import SpanRow
 
 
 def _spans(n: int, project: str = "default") -> list[SpanRow]:

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from otlp_builders import EXPECTED_PARTS_MS, MS, chat_trace, post_protobuf, recent_base_ns
 
-from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.analysis.attribution import COMPONENTS
 
 
 @pytest.fixture

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from latencylens import semconv
-from latencylens_collector.attribution import APPLICATION_COMPONENTS, COMPONENTS
-from latencylens_collector.conventions import classify, resolve_trace
-from latencylens_collector.conventions.same_call import KIND_MODEL_WRAPPER, KIND_SAME_CALL
-from latencylens_collector.conventions.trace import KIND_MODEL_SERVER
-from latencylens_collector.ingest import build_request_row
+from latencylens_collector.analysis.attribution import APPLICATION_COMPONENTS, COMPONENTS
+from latencylens_collector.analysis.conventions import classify, resolve_trace
+from latencylens_collector.analysis.conventions.same_call import KIND_MODEL_WRAPPER, KIND_SAME_CALL
+from latencylens_collector.analysis.conventions.trace import KIND_MODEL_SERVER
+from latencylens_collector.analysis.records import NO_PARENT, SpanRow
+from latencylens_collector.pipeline.ingest import build_request_row
 from latencylens_collector.queries.explain import span_tree
-from latencylens_collector.rows import NO_PARENT, SpanRow
 
 MS = 1_000_000
 BASE = 1_700_000_000_000_000_000

@@ -28,12 +28,12 @@ from otlp_builders import MS, export_request, recent_base_ns, to_otlp_json
 from test_conventions_vllm import FIXTURES, detail, load_shifted, post_fixture
 
 from latencylens import semconv
-from latencylens_collector import otlp
-from latencylens_collector.conventions import events, resolve_trace
+from latencylens_collector.analysis.conventions import events, resolve_trace
+from latencylens_collector.analysis.records import SpanEvent, SpanRow
 from latencylens_collector.demo.provider_sim import ProviderSimulator, Timing
-from latencylens_collector.ingest import build_request_row
-from latencylens_collector.rows import SpanEvent, SpanRow
-from latencylens_collector.storage import Store
+from latencylens_collector.intake import otlp
+from latencylens_collector.pipeline.ingest import build_request_row
+from latencylens_collector.storage.store import Store
 
 US = 1_000
 PRODUCER = Path(__file__).with_name("conventions_producer.py")

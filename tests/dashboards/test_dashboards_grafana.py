@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from latencylens import semconv
-from latencylens_collector.attribution import COMPONENTS
-from latencylens_collector.ingest import Ingestor
-from latencylens_collector.rows import SpanRow
-from latencylens_collector.storage import Store
+from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.storage.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((REPO / "dashboards" / "json").glob("*.json"))

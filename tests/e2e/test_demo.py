@@ -16,7 +16,7 @@ def test_demo_prints_explained_slow_requests(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "latencylens_collector.cli",
+            "latencylens_collector.cli.main",
             "demo",
             "--requests",
             "4",

@@ -83,7 +83,7 @@ def walk(span: dict[str, Any]) -> list[dict[str, Any]]:
 def test_async_openai_stream_in_fastapi_gets_the_sync_breakdown(
     collector: Any, replay: Callable[[], ReplayServer]
 ) -> None:
-    from latencylens_collector.attribution import APP_OTHER, COMPONENTS, DECODE
+    from latencylens_collector.analysis.attribution import APP_OTHER, COMPONENTS, DECODE
 
     provider = replay()
     provider.route("POST", "/v1/chat/completions", lambda request: stream_reply())

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from latencylens_collector.attribution import (
+from latencylens_collector.analysis.attribution import (
     APP_OTHER,
     COMPONENTS,
     DECODE,

@@ -18,7 +18,7 @@ import pytest
 from test_pipeline import fetch_request, walk
 
 from latencylens import semconv
-from latencylens_collector.attribution import APPLICATION_COMPONENTS, COMPONENTS
+from latencylens_collector.analysis.attribution import APPLICATION_COMPONENTS, COMPONENTS
 
 PRODUCER = Path(__file__).with_name("same_call_producer.py")
 MODEL_PARTS = tuple(name for name in COMPONENTS if name not in APPLICATION_COMPONENTS)

@@ -15,7 +15,7 @@ from typing import Any
 
 from test_pipeline import fetch_request, run_workload, walk
 
-from latencylens_collector.attribution import COMPONENTS, DECODE, NETWORK, PREFILL, QUEUE
+from latencylens_collector.analysis.attribution import COMPONENTS, DECODE, NETWORK, PREFILL, QUEUE
 
 SERVER = Path(__file__).with_name("vllm_server.py")
 MS = 1_000_000

@@ -92,9 +92,9 @@ def test_cli_runs_the_service_command_when_installed() -> None:
         import sys, types
         package = types.ModuleType("latencylens_collector")
         package.__path__ = []
-        cli = types.ModuleType("latencylens_collector.cli")
+        cli = types.ModuleType("latencylens_collector.cli.main")
         cli.main = lambda: print("service main ran") or 7
-        sys.modules.update({"latencylens_collector": package, "latencylens_collector.cli": cli})
+        sys.modules.update({"latencylens_collector": package, "latencylens_collector.cli.main": cli})
         from latencylens._cli import main
         sys.exit(main())
         """

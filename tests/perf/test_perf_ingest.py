@@ -13,12 +13,12 @@ from typing import Any, cast
 from clickhouse_connect.driver.client import Client
 
 from latencylens import semconv
-from latencylens_collector.ingest import Ingestor
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue
 from latencylens_collector.pipeline.writer import Writer
-from latencylens_collector.rows import SpanRow
 from latencylens_collector.settings import Settings
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 MS = 1_000_000
 

@@ -12,8 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from latencylens_collector.attribution import COMPONENTS, DERIVED, MEASURED, REPORTED
-from latencylens_collector.rows import REQUEST_COLUMNS
+from latencylens_collector.analysis.attribution import COMPONENTS, DERIVED, MEASURED, REPORTED
+from latencylens_collector.analysis.records import REQUEST_COLUMNS
 
 MS = 1_000_000
 S = 1_000_000_000

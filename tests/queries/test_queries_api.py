@@ -13,8 +13,8 @@ import httpx
 import pytest
 from queries_data import MS, S, bf16, request_row, trace_id
 
-from latencylens_collector.ingest import build_request_row
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline.ingest import build_request_row
 
 INJECTIONS = ["x' OR 1=1 --", "m1' OR '1'='1", "'; DROP TABLE requests; --", "{f_model:String}"]
 

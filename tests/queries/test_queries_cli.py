@@ -9,8 +9,8 @@ import time
 import pytest
 from queries_data import MS, S, request_row, trace_id
 
-from latencylens_collector.cli import main
-from latencylens_collector.query_cli import headers, when
+from latencylens_collector.cli.main import main
+from latencylens_collector.cli.queries import headers, when
 
 
 @pytest.fixture

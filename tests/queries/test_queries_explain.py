@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from latencylens_collector.attribution import COMPONENTS
-from latencylens_collector.explain import explain, format_ns
+from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.analysis.explanation import explain, format_ns
 
 MS = 1_000_000
 PROVENANCE = {"decode": "reported", "network": "derived", "queue": "reported", "tool": "measured"}

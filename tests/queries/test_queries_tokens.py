@@ -10,8 +10,9 @@ import httpx
 import pytest
 from queries_data import S, request_row, trace_id
 
-from latencylens_collector import queries, rollup
-from latencylens_collector.cli import main
+from latencylens_collector import queries
+from latencylens_collector.cli.main import main
+from latencylens_collector.storage import rollup
 
 HOUR = 3600 * S
 PARTS = {"network": 100, "decode": 300}

@@ -15,11 +15,12 @@ from datetime import datetime, timezone
 import pytest
 from queries_data import MS, S, request_row
 
-from latencylens_collector import queries, rollup
-from latencylens_collector.models import StatsResponse
+from latencylens_collector import queries
 from latencylens_collector.queries._common import NO_FILTERS, QUANTILES, Filters, window
 from latencylens_collector.queries._sources import plan
-from latencylens_collector.storage import Store
+from latencylens_collector.queries.responses import StatsResponse
+from latencylens_collector.storage import rollup
+from latencylens_collector.storage.store import Store
 
 HOUR = 3600 * S
 MODELS = ("m1", "m2", "m3")
@@ -273,7 +274,7 @@ def test_a_failed_refresh_is_logged_and_queries_read_rows(
     h0 = first_hour()
     store.upsert_requests(workload(h0))
     store.command(f"DROP TABLE {store.database}.requests_rollup")
-    with caplog.at_level("WARNING", logger="latencylens_collector.rollup"):
+    with caplog.at_level("WARNING", logger="latencylens_collector.storage.rollup"):
         rollup.refresh_in_service(store, settle_s=0)
     assert "rollup refresh failed, retrying at the next interval" in caplog.text
     now = datetime.now(timezone.utc)

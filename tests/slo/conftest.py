@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from slo_support import BASE_NS, Chat, FakeClock, span_rows
 
-from latencylens_collector.ingest import Ingestor
 from latencylens_collector.metadata import db
+from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.slo.definitions import SloDefinition
 from latencylens_collector.slo.evaluator import Evaluation, Evaluator
-from latencylens_collector.slo.models import SloRecord
 from latencylens_collector.slo.notifier import Notifier, Target
+from latencylens_collector.slo.records import SloRecord
 from latencylens_collector.slo.repository import SloRepository
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 PUBLIC_URL = "https://lens.example.test"
 

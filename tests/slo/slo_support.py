@@ -24,7 +24,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from latencylens import semconv
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.records import SpanRow
 
 MS = 1_000_000
 S = 1_000_000_000

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from slo_support import MS, Chat, otel_spans, protobuf_body
 
-from latencylens_collector.cli import main as cli_main
+from latencylens_collector.cli.main import main as cli_main
 from latencylens_collector.metadata import db
 
 SLO_FILE = """

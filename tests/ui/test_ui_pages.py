@@ -17,7 +17,7 @@ import httpx
 import pytest
 from ui_seed import KNOWN_SPANS, TGI_TRACE, Seeded, seed, tgi_request
 
-from latencylens_collector.ingest import Ingestor
+from latencylens_collector.pipeline.ingest import Ingestor
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright missing (the test extra has it)")
 

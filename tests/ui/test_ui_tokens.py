@@ -14,8 +14,8 @@ from test_ui_pages import FACTS, TEXTS, chromium_at
 from ui_seed import MS
 
 from latencylens import semconv
-from latencylens_collector.ingest import Ingestor
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline.ingest import Ingestor
 
 UNKNOWN_TRACE, ESTIMATED_TRACE = "b" * 32, "c" * 32
 

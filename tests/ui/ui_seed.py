@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from latencylens import semconv
-from latencylens_collector.ingest import Ingestor
-from latencylens_collector.rows import SpanRow
-from latencylens_collector.storage import Store
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.storage.store import Store
 
 MS = 1_000_000
 KNOWN_TRACE = "a" * 32

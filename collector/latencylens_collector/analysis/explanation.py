@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from latencylens_collector.attribution import (
+from latencylens_collector.analysis.attribution import (
     APP_OTHER,
     COMPONENTS,
     DECODE,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.analysis.attribution import COMPONENTS
 
 DEFAULT_PROJECT: Final = "default"
 NO_PARENT: Final = bytes(8)

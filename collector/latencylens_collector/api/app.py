@@ -15,18 +15,19 @@ from fastapi.responses import JSONResponse
 from opentelemetry import context as otel_context
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from latencylens_collector import __version__, metrics, ui
+from latencylens_collector import __version__, ui
 from latencylens_collector.api.deps import RETRY_AFTER_SECONDS
+from latencylens_collector.api.lifespan import start_intake, stop_intake
 from latencylens_collector.api.routes import compare as compare_routes
 from latencylens_collector.api.routes import health, otlp, requests
 from latencylens_collector.api.routes import slos as slo_routes
 from latencylens_collector.api.routes import stats as stats_routes
-from latencylens_collector.ingest import Clock, Ingestor
 from latencylens_collector.pipeline import Pipeline
-from latencylens_collector.pipeline.lifecycle import start_intake, stop_intake
+from latencylens_collector.pipeline.ingest import Clock, Ingestor
+from latencylens_collector.runtime import metrics
 from latencylens_collector.settings import Settings
 from latencylens_collector.slo.service import start_slo_service
-from latencylens_collector.storage import StorageError, StorageUnavailable, Store
+from latencylens_collector.storage.store import StorageError, StorageUnavailable, Store
 
 _log = logging.getLogger(__name__)
 

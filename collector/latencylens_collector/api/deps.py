@@ -9,9 +9,9 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, HTTPException, Request
 
 from latencylens_collector.auth import KeyStore, Unauthorized, presented_key, project_for
-from latencylens_collector.ingest import Clock, Ingestor
+from latencylens_collector.pipeline.ingest import Clock, Ingestor
 from latencylens_collector.settings import Settings
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 RETRY_AFTER_SECONDS = 5
 """Seconds a client should wait before retrying when storage is unavailable."""

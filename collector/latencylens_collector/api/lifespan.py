@@ -10,11 +10,11 @@ from typing import Final
 from fastapi import FastAPI
 
 from latencylens_collector.api.deps import app_key_store
-from latencylens_collector.ingest import Clock
+from latencylens_collector.pipeline.ingest import Clock
 from latencylens_collector.pipeline.service import Pipeline
-from latencylens_collector.rollup import refresh_in_service
-from latencylens_collector.scheduler import Scheduler
+from latencylens_collector.runtime.scheduler import Scheduler
 from latencylens_collector.settings import Settings
+from latencylens_collector.storage.rollup import refresh_in_service
 
 _log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def start_intake(app: FastAPI) -> None:
     if not settings.grpc_enabled:
         state.grpc_status = "disabled"
         return
-    from latencylens_collector.grpc_receiver import GrpcServer
+    from latencylens_collector.intake.grpc import GrpcServer
 
     server = GrpcServer(pipeline, settings, clock, keys=lambda: app_key_store(app))
     try:

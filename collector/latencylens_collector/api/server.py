@@ -10,7 +10,7 @@ import uvicorn
 
 from latencylens_collector.api.app import create_app
 from latencylens_collector.settings import Settings
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 
 class ServiceThread:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from latencylens_collector.attribution import (
+from latencylens_collector.analysis.attribution import (
     APPLICATION_COMPONENTS,
     DECODE,
     INFERENCE,
@@ -50,9 +50,9 @@ decode report them."""
 
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "latencylens_collector.slo_cli",
-    "latencylens_collector.keys_cli",
-    "latencylens_collector.query_cli",
+    "latencylens_collector.cli.slo",
+    "latencylens_collector.cli.keys",
+    "latencylens_collector.cli.queries",
 )
 """Modules that add subcommands: each has ``register(subparsers)``, which adds its parsers and sets
 ``handler`` (a function of the parsed args returning an exit code) with ``set_defaults``."""
@@ -141,7 +141,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from latencylens_collector.api.app import create_app
-    from latencylens_collector.keys_cli import serve_refusal
+    from latencylens_collector.cli.keys import serve_refusal
 
     settings = Settings(clickhouse_dsn=args.dsn, database=args.database, host=args.host, port=args.port)
     refusal = serve_refusal(settings)
@@ -153,7 +153,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from latencylens_collector.storage import StorageError, Store
+    from latencylens_collector.storage.store import StorageError, Store
 
     settings = Settings(clickhouse_dsn=args.dsn, database=args.database)
     try:
@@ -184,7 +184,7 @@ def _slow(args: argparse.Namespace) -> int:
         "limit": args.limit,
         "cursor": args.cursor,
     }
-    from latencylens_collector.query_cli import headers
+    from latencylens_collector.cli.queries import headers
 
     url = args.url.rstrip("/") + "/api/requests"
     try:

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from latencylens import API_KEY_ENV
-from latencylens_collector.cli import DEFAULT_URL
+from latencylens_collector.cli.main import DEFAULT_URL
 from latencylens_collector.settings import env_var
 
 _MS = 1_000_000

@@ -16,10 +16,10 @@ import httpx
 from rich.console import Console
 
 import latencylens
-from latencylens_collector.cli import render_slow_table
+from latencylens_collector.api.server import ServiceThread
+from latencylens_collector.cli.main import render_slow_table
 from latencylens_collector.demo.app import ChatApp
 from latencylens_collector.demo.provider_sim import ProviderSimulator, demo_policy
-from latencylens_collector.server import ServiceThread
 from latencylens_collector.settings import Settings
 
 QUESTIONS = (

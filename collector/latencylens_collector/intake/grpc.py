@@ -31,10 +31,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceServicer
 
-from latencylens_collector import metrics, otlp
 from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, resolve_project
 from latencylens_collector.auth import KeyStore, Unauthorized
-from latencylens_collector.ingest import Clock
+from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline import (
     Outcome,
     Pipeline,
@@ -43,6 +42,8 @@ from latencylens_collector.pipeline import (
     WriteFailed,
     count_received,
 )
+from latencylens_collector.pipeline.ingest import Clock
+from latencylens_collector.runtime import metrics
 from latencylens_collector.settings import Settings
 
 _log = logging.getLogger(__name__)

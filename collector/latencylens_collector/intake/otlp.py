@@ -30,16 +30,16 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import SERVICE_NAME
 
-from latencylens_collector.conventions import classify
-from latencylens_collector.conventions.content import (
+from latencylens_collector.analysis.conventions import classify
+from latencylens_collector.analysis.conventions.content import (
     DEFAULT_CONTENT_MAX_BYTES,
     ContentFilter,
     ContentPolicy,
     ContentTally,
 )
-from latencylens_collector.conventions.events import stream_attributes
-from latencylens_collector.otlp_utf8 import parse_repairing, raw_values_request_class
-from latencylens_collector.rows import DEFAULT_PROJECT, NO_PARENT, SpanEvent, SpanRow
+from latencylens_collector.analysis.conventions.events import stream_attributes
+from latencylens_collector.analysis.records import DEFAULT_PROJECT, NO_PARENT, SpanEvent, SpanRow
+from latencylens_collector.intake.utf8 import parse_repairing, raw_values_request_class
 from latencylens_collector.settings import Settings
 
 _json_string: Final = json.encoder.encode_basestring_ascii

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from latencylens_collector.attribution import (
+from latencylens_collector.analysis.attribution import (
     COMPONENTS,
     KIND_MODEL,
     ModelTiming,
@@ -23,7 +23,7 @@ from latencylens_collector.attribution import (
     SpanNode,
     attribute_request,
 )
-from latencylens_collector.conventions import (
+from latencylens_collector.analysis.conventions import (
     TOKEN_KEYS,
     first_int,
     model_name,
@@ -32,8 +32,8 @@ from latencylens_collector.conventions import (
     resolve_trace,
     usage_estimated,
 )
-from latencylens_collector.rows import STATUS_ERROR, SpanRow
-from latencylens_collector.storage import Store
+from latencylens_collector.analysis.records import STATUS_ERROR, SpanRow
+from latencylens_collector.storage.store import Store
 
 Clock = Callable[[], int]
 """Returns the current time in integer ns since the epoch."""

@@ -21,8 +21,8 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from latencylens_collector import metrics
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.runtime import metrics
 
 
 class Outcome(enum.Enum):

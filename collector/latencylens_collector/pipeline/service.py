@@ -8,13 +8,13 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from latencylens_collector import metrics
-from latencylens_collector.ingest import Ingestor
-from latencylens_collector.otlp import EVENTS_DROPPED, REASON_CODES, DecodedBatch
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.intake.otlp import EVENTS_DROPPED, REASON_CODES, DecodedBatch
+from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, PipelineClosed
 from latencylens_collector.pipeline.spool import Spool, SpoolError
 from latencylens_collector.pipeline.writer import Writer
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.runtime import metrics
 from latencylens_collector.settings import Settings
 
 _log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-from latencylens_collector import metrics
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.runtime import metrics
 
 SUFFIX: Final = ".spool"
 FORMAT_VERSION: Final = 1

@@ -22,12 +22,12 @@ from typing import Final
 
 from opentelemetry import context as otel_context
 
-from latencylens_collector import metrics
-from latencylens_collector.ingest import Ingestor
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, Ticket, WriteFailed
 from latencylens_collector.pipeline.spool import Spool
-from latencylens_collector.rows import SpanRow
-from latencylens_collector.storage import StorageUnavailable
+from latencylens_collector.runtime import metrics
+from latencylens_collector.storage.store import StorageUnavailable
 
 _log = logging.getLogger(__name__)
 

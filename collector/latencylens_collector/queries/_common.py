@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
-from latencylens_collector.rows import REQUEST_COLUMNS, REQUEST_DIMENSIONS
+from latencylens_collector.analysis.records import REQUEST_COLUMNS, REQUEST_DIMENSIONS
 
 NS_PER_S: Final = 1_000_000_000
 DEFAULT_WINDOW_NS: Final = 24 * 3600 * NS_PER_S

@@ -2,7 +2,7 @@
 
 Both sources yield the same columns (group keys, extra per-row flags, ``has_ttft``/``has_itl``, the
 request count, ``quantilesBFloat16`` states and sums), unioned and merged by the caller's outer
-query, so a percentile is the same whichever mix was read (see :mod:`latencylens_collector.rollup`).
+query, so a percentile is the same whichever mix was read (see :mod:`latencylens_collector.storage.rollup`).
 An hour comes from the rollup only when it lies wholly inside or wholly outside every window (so a
 per-window flag can be decided from the hour), its latest build is fresher than its last insert,
 and a grouping keeping exactly the needed dimensions is built; everything else is read from
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from latencylens_collector.queries._common import FILTER_COLUMNS, Filters, Window
-from latencylens_collector.rollup import (
+from latencylens_collector.storage.rollup import (
     HOUR_S,
     MAX_KEPT_FIELDS,
     NS_PER_S,
@@ -24,7 +24,7 @@ from latencylens_collector.rollup import (
     state_columns,
     sum_columns,
 )
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 HOUR_NS: Final = HOUR_S * NS_PER_S
 RollupUse = Literal["auto", "always", "never"]

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from latencylens_collector.explain import format_ns
-from latencylens_collector.models import CompareGroup, CompareResponse, CompareSide, ComponentDelta
+from latencylens_collector.analysis.explanation import format_ns
 from latencylens_collector.queries._common import (
     MAX_GROUPS,
     NO_FILTERS,
@@ -26,9 +25,10 @@ from latencylens_collector.queries._common import (
     window,
 )
 from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
+from latencylens_collector.queries.responses import CompareGroup, CompareResponse, CompareSide, ComponentDelta
 from latencylens_collector.queries.stats import METRIC_COLUMNS, METRIC_COMPONENTS
-from latencylens_collector.rollup import LEVELS
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.rollup import LEVELS
+from latencylens_collector.storage.store import Store
 
 DEFAULT_RANGE_NS: Final = 3600 * 1_000_000_000
 """Without bounds, range B is the last hour and range A the hour before it."""

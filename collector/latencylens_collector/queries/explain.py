@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from latencylens_collector.attribution import COMPONENTS
-from latencylens_collector.conventions import display_name
-from latencylens_collector.conventions.same_call import same_call_marks
-from latencylens_collector.conventions.trace import resolve_trace
-from latencylens_collector.explain import explain
-from latencylens_collector.ingest import attribute, span_hex
-from latencylens_collector.models import Explanation, RequestDetail, SpanTree
+from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.analysis.conventions import display_name
+from latencylens_collector.analysis.conventions.same_call import same_call_marks
+from latencylens_collector.analysis.conventions.trace import resolve_trace
+from latencylens_collector.analysis.explanation import explain
+from latencylens_collector.analysis.records import STATUS_NAMES, SpanRow
+from latencylens_collector.pipeline.ingest import attribute, span_hex
 from latencylens_collector.queries._common import REQUEST_FIELDS
 from latencylens_collector.queries.requests import summary_fields
-from latencylens_collector.rows import STATUS_NAMES, SpanRow
-from latencylens_collector.storage import Store
+from latencylens_collector.queries.responses import Explanation, RequestDetail, SpanTree
+from latencylens_collector.storage.store import Store
 
 
 def request_detail(store: Store, project: str, trace_id_hex: str) -> RequestDetail | None:

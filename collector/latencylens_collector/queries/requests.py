@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from latencylens_collector.attribution import COMPONENTS
-from latencylens_collector.models import RequestList, RequestSummary
+from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.queries._common import (
     MAX_LIMIT,
     NO_FILTERS,
@@ -20,7 +19,8 @@ from latencylens_collector.queries._common import (
     from_ns,
     window,
 )
-from latencylens_collector.storage import Store
+from latencylens_collector.queries.responses import RequestList, RequestSummary
+from latencylens_collector.storage.store import Store
 
 _CANDIDATE_GROWTH = 4
 

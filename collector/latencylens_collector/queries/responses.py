@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.analysis.attribution import COMPONENTS
 
 _COMPONENTS: str = ", ".join(COMPONENTS)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from latencylens_collector.attribution import (
+from latencylens_collector.analysis.attribution import (
     COMPONENTS,
     DECODE,
     INFERENCE,
@@ -24,7 +24,6 @@ from latencylens_collector.attribution import (
     QUEUE,
     SERVER_OTHER,
 )
-from latencylens_collector.models import ComponentStats, Quantiles, StatsGroup, StatsResponse
 from latencylens_collector.queries._common import (
     MAX_GROUPS,
     NO_FILTERS,
@@ -38,8 +37,9 @@ from latencylens_collector.queries._common import (
     window,
 )
 from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
-from latencylens_collector.rollup import LEVELS, METRICS
-from latencylens_collector.storage import Store
+from latencylens_collector.queries.responses import ComponentStats, Quantiles, StatsGroup, StatsResponse
+from latencylens_collector.storage.rollup import LEVELS, METRICS
+from latencylens_collector.storage.store import Store
 
 METRIC_COLUMNS: Final = {"e2e": "e2e_ns", "ttft": "ttft_ns", "itl": "itl_ns"}
 """Metric name → request column (integer ns; TTFT and ITL are null without a streamed call)."""

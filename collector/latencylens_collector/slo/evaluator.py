@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Final
 
-from latencylens_collector.attribution import (
+from latencylens_collector.analysis.attribution import (
     COMPONENTS,
     DECODE,
     INFERENCE,
@@ -30,10 +30,10 @@ from latencylens_collector.slo.definitions import (
 )
 from latencylens_collector.slo.lifecycle import FIRING, OPEN_STATES, PENDING, RESOLVED, advance
 from latencylens_collector.slo.measure import Scope, component_means, window_stats, worst_requests
-from latencylens_collector.slo.models import AlertRecord, SloRecord
 from latencylens_collector.slo.notifier import Delivery, Notice, Notifier, WorstRequest
+from latencylens_collector.slo.records import AlertRecord, SloRecord
 from latencylens_collector.slo.repository import SloRepository
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 _log = logging.getLogger(__name__)
 

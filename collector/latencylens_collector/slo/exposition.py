@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from latencylens_collector.slo.measure import histograms
-from latencylens_collector.storage import StorageError
+from latencylens_collector.storage.store import StorageError
 
 if TYPE_CHECKING:
     from latencylens_collector.slo.service import SloService
@@ -136,4 +136,4 @@ def _buckets(cumulative: Sequence[int], count: int) -> list[tuple[str, float]]:
 
 
 SLO_COLLECTOR: Final = SloCollector()
-"""The process's collector; :mod:`latencylens_collector.metrics` registers it."""
+"""The process's collector; :mod:`latencylens_collector.runtime.metrics` registers it."""

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from latencylens_collector.attribution import COMPONENTS
+from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.slo.burn import Counts
 from latencylens_collector.slo.definitions import METRIC_COLUMNS
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 FILTER_FIELDS: Final = {"service": "service", "route": "name", "model": "model", "provider": "provider"}
 """SLO filter field → ``requests`` column."""

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from latencylens_collector.slo.definitions import SloDefinition
 from latencylens_collector.slo.lifecycle import FIRING, OPEN_STATES, PENDING, RESOLVED
-from latencylens_collector.slo.models import (
+from latencylens_collector.slo.records import (
     AlertRecord,
     SilenceRecord,
     SloRecord,

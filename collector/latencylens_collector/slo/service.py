@@ -13,14 +13,14 @@ from collections.abc import Callable
 from sqlalchemy.exc import SQLAlchemyError
 
 from latencylens_collector.metadata import db
-from latencylens_collector.scheduler import Scheduler
+from latencylens_collector.runtime.scheduler import Scheduler
 from latencylens_collector.settings import Settings, redact_dsn
 from latencylens_collector.slo.definitions import load_file
 from latencylens_collector.slo.evaluator import Evaluator
 from latencylens_collector.slo.exposition import SLO_COLLECTOR
 from latencylens_collector.slo.notifier import Notifier, targets_from
 from latencylens_collector.slo.repository import SloRepository
-from latencylens_collector.storage import Store
+from latencylens_collector.storage.store import Store
 
 _log = logging.getLogger(__name__)
 

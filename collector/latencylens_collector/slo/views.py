@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from latencylens_collector.slo.definitions import SloDefinition
-from latencylens_collector.slo.models import AlertRecord, SilenceRecord, SloRecord, SloStatusRecord
+from latencylens_collector.slo.records import AlertRecord, SilenceRecord, SloRecord, SloStatusRecord
 from latencylens_collector.slo.repository import SloRepository
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from latencylens_collector.ddl import (
+from latencylens_collector.storage.ddl import (
     Topology,
     current_ttl,
     render,
@@ -23,7 +23,7 @@ from latencylens_collector.ddl import (
 )
 
 if TYPE_CHECKING:
-    from latencylens_collector.storage import Store
+    from latencylens_collector.storage.store import Store
 
 _FILE_NAME = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
@@ -65,11 +65,11 @@ def _has_code(chunk: str) -> bool:
 
 def migrations_dir() -> Path:
     """Package data when installed as a wheel, else the repository's ``migrations/``."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_migrations"
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "_migrations"
     if packaged.is_dir():
         return packaged
-    return here.parents[1] / "migrations"
+    return package.parents[1] / "migrations"
 
 
 def load_migrations(directory: Path | None = None) -> list[Migration]:

@@ -26,9 +26,9 @@ from typing import Final
 
 from opentelemetry import context as otel_context
 
-from latencylens_collector.attribution import COMPONENTS
-from latencylens_collector.rows import REQUEST_DIMENSIONS
-from latencylens_collector.storage import Store
+from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.analysis.records import REQUEST_DIMENSIONS
+from latencylens_collector.storage.store import Store
 
 _log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
 
-from latencylens_collector.rows import (
+from latencylens_collector.analysis.records import (
     DEFAULT_PROJECT,
     REQUEST_COLUMNS,
     SPAN_COLUMNS,
@@ -31,7 +31,7 @@ from latencylens_collector.rows import (
 from latencylens_collector.settings import Settings, chdb_path, is_chdb, redact_dsn
 
 if TYPE_CHECKING:
-    from latencylens_collector.migrate import Migration
+    from latencylens_collector.storage.migrations import Migration
 
 _log = logging.getLogger(__name__)
 
@@ -270,7 +270,7 @@ class Store:
     # --- schema -----------------------------------------------------------------------------------
     def migrate(self) -> list[Migration]:
         """Apply pending migrations; returns the ones applied now."""
-        from latencylens_collector.migrate import apply_migrations
+        from latencylens_collector.storage.migrations import apply_migrations
 
         applied = apply_migrations(self)
         self._migrated = True

@@ -23,8 +23,15 @@ from collections.abc import Mapping
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions import genai, logfire, openinference, openlit, openllmetry, vllm
-from latencylens_collector.conventions.reading import (
+from latencylens_collector.analysis.conventions import (
+    genai,
+    logfire,
+    openinference,
+    openlit,
+    openllmetry,
+    vllm,
+)
+from latencylens_collector.analysis.conventions.reading import (
     TOKEN_KEYS,
     canonical_attributes,
     model_name,
@@ -32,8 +39,8 @@ from latencylens_collector.conventions.reading import (
     provider_name,
     token_counts,
 )
-from latencylens_collector.conventions.trace import KIND_MODEL_SERVER, resolve_trace
-from latencylens_collector.conventions.values import first_int, parse_int
+from latencylens_collector.analysis.conventions.trace import KIND_MODEL_SERVER, resolve_trace
+from latencylens_collector.analysis.conventions.values import first_int, parse_int
 
 KIND_OTHER: Final = "other"
 KNOWN_KINDS: Final = frozenset(

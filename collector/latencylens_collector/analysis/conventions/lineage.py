@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.records import SpanRow
 
 SpanTest = Callable[[SpanRow], bool]
 

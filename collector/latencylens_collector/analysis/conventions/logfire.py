@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions import genai
-from latencylens_collector.conventions.values import first_seconds_ns
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.conventions import genai
+from latencylens_collector.analysis.conventions.values import first_seconds_ns
+from latencylens_collector.analysis.records import SpanRow
 
 GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
 """Seconds from request issue to the first chunk, on streamed calls (pydantic-ai; the metric's name)."""

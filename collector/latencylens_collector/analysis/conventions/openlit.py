@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions.values import first_seconds_ns, is_true
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.conventions.values import first_seconds_ns, is_true
+from latencylens_collector.analysis.records import SpanRow
 
 TELEMETRY_SDK_NAME: Final = "telemetry.sdk.name"
 """``openlit`` on OpenLIT's spans (a span attribute, not only the resource's)."""

@@ -11,10 +11,17 @@ from collections.abc import Mapping
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.attribution import ModelTiming
-from latencylens_collector.conventions import genai, logfire, openinference, openlit, openllmetry, vllm
-from latencylens_collector.conventions.events import FIRST_CONTENT_NS, LAST_CHUNK_NS
-from latencylens_collector.conventions.values import (
+from latencylens_collector.analysis.attribution import ModelTiming
+from latencylens_collector.analysis.conventions import (
+    genai,
+    logfire,
+    openinference,
+    openlit,
+    openllmetry,
+    vllm,
+)
+from latencylens_collector.analysis.conventions.events import FIRST_CONTENT_NS, LAST_CHUNK_NS
+from latencylens_collector.analysis.conventions.values import (
     first_int,
     first_seconds_ns,
     first_text,

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions import openllmetry, vllm
-from latencylens_collector.conventions.lineage import Lineage
-from latencylens_collector.conventions.reading import canonical_attributes
-from latencylens_collector.conventions.values import parse_int
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.conventions import openllmetry, vllm
+from latencylens_collector.analysis.conventions.lineage import Lineage
+from latencylens_collector.analysis.conventions.reading import canonical_attributes
+from latencylens_collector.analysis.conventions.values import parse_int
+from latencylens_collector.analysis.records import SpanRow
 
 KIND_SAME_CALL: Final = "same_call"
 """In-memory kind of a span describing a call another span counts (see :data:`SAME_CALL_AS`)."""

@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions import logfire, openlit, vllm
-from latencylens_collector.conventions.lineage import Lineage
-from latencylens_collector.conventions.reading import canonical_attributes
-from latencylens_collector.conventions.same_call import (
+from latencylens_collector.analysis.conventions import logfire, openlit, vllm
+from latencylens_collector.analysis.conventions.lineage import Lineage
+from latencylens_collector.analysis.conventions.reading import canonical_attributes
+from latencylens_collector.analysis.conventions.same_call import (
     KIND_MODEL_WRAPPER,
     KIND_SAME_CALL,
     SameCalls,
@@ -33,8 +33,8 @@ from latencylens_collector.conventions.same_call import (
     is_client_call,
     merged_attributes,
 )
-from latencylens_collector.conventions.values import first_seconds_ns
-from latencylens_collector.rows import SpanRow
+from latencylens_collector.analysis.conventions.values import first_seconds_ns
+from latencylens_collector.analysis.records import SpanRow
 
 KIND_MODEL_SERVER: Final = "model_server"
 """In-memory kind of a server span whose timing was merged into its client's model call."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.conventions.values import first_seconds_ns
+from latencylens_collector.analysis.conventions.values import first_seconds_ns
 
 SPAN_NAME: Final = "llm_request"
 """Name of vLLM's per-request span."""

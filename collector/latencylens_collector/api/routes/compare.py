@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
 from latencylens_collector.api.params import TIME_HELP, FiltersDep, GroupByQuery
-from latencylens_collector.models import CompareResponse
+from latencylens_collector.queries.responses import CompareResponse
 
 _COMPONENTS_HELP = "; ".join(
     f"{metric} = {', '.join(names)}" for metric, names in queries.METRIC_COMPONENTS.items() if metric != "e2e"

@@ -14,9 +14,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from latencylens_collector.api.deps import StoreDep
-from latencylens_collector.models import Health
 from latencylens_collector.pipeline import Pipeline
-from latencylens_collector.storage import StorageError, Store
+from latencylens_collector.queries.responses import Health
+from latencylens_collector.storage.store import StorageError, Store
 
 router = APIRouter(tags=["health"])
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
 from latencylens_collector.api.params import TIME_HELP, FiltersDep
-from latencylens_collector.models import RequestDetail, RequestList
+from latencylens_collector.queries.responses import RequestDetail, RequestList
 
 router = APIRouter(prefix="/api/requests", tags=["requests"])
 

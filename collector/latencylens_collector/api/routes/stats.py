@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
 from latencylens_collector.api.params import TIME_HELP, FiltersDep, GroupByQuery
-from latencylens_collector.models import StatsResponse
+from latencylens_collector.queries.responses import StatsResponse
 
 router = APIRouter(prefix="/api/stats", tags=["stats"])
 
