@@ -22,8 +22,8 @@ from opentelemetry.trace import Span
 from latencylens import semconv
 from latencylens._callctx import CallRecord, call_context
 from latencylens._guard import internal_error, mark_failed
-from latencylens._streamstats import inter_token_latency_ns, output_tokens_per_second, summarize_gaps
 from latencylens.providers._base import StreamState
+from latencylens.streamstats import inter_token_latency_ns, output_tokens_per_second, summarize_gaps
 
 _OWN_PREFIX = "_ll_"
 _time_ns = time.time_ns  # bound once: read per chunk

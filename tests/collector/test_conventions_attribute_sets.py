@@ -17,8 +17,8 @@ from otlp_builders import MS, export_request, new_span_id, new_trace_id, span
 
 from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.conventions import classify, token_counts
+from latencylens_collector.analysis.request_rows import build_request_row
 from latencylens_collector.intake import otlp
-from latencylens_collector.pipeline.ingest import build_request_row
 
 BASE = 1_700_000_000_000_000_000
 

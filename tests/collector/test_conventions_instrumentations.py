@@ -18,9 +18,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.request_rows import build_request_row
 from latencylens_collector.demo.provider_sim import ProviderSimulator, Timing
 from latencylens_collector.intake import otlp
-from latencylens_collector.pipeline.ingest import build_request_row
 
 pytest.importorskip("opentelemetry.instrumentation.openai")
 pytest.importorskip("openinference.instrumentation.openai")

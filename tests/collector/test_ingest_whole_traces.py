@@ -6,8 +6,9 @@ from __future__ import annotations
 from otlp_builders import MS, chat_trace, protobuf_body, recent_base_ns
 
 from latencylens_collector.analysis.records import REQUEST_COLUMNS
+from latencylens_collector.analysis.request_rows import build_request_row, group_by_trace
 from latencylens_collector.intake import otlp
-from latencylens_collector.pipeline.ingest import Ingestor, build_request_row, group_by_trace
+from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.storage.store import Store
 
 COMPUTED_AT_NS = 1_700_000_000_123_456_000

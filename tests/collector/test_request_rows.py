@@ -9,8 +9,8 @@ from latencylens import semconv
 from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.conventions import model_timing, parse_int
 from latencylens_collector.analysis.records import REQUEST_COLUMNS, SpanRow
+from latencylens_collector.analysis.request_rows import build_request_row, stream_metrics
 from latencylens_collector.intake import otlp
-from latencylens_collector.pipeline.ingest import build_request_row, stream_metrics
 
 BASE = 1_700_000_000_000_000_000
 

@@ -16,7 +16,7 @@ from latencylens_collector.analysis.conventions import classify, resolve_trace
 from latencylens_collector.analysis.conventions.same_call import KIND_MODEL_WRAPPER, KIND_SAME_CALL
 from latencylens_collector.analysis.conventions.trace import KIND_MODEL_SERVER
 from latencylens_collector.analysis.records import NO_PARENT, SpanRow
-from latencylens_collector.pipeline.ingest import build_request_row
+from latencylens_collector.analysis.request_rows import build_request_row
 from latencylens_collector.queries.explain import span_tree
 
 MS = 1_000_000

@@ -30,9 +30,9 @@ from test_conventions_vllm import FIXTURES, detail, load_shifted, post_fixture
 from latencylens import semconv
 from latencylens_collector.analysis.conventions import events, resolve_trace
 from latencylens_collector.analysis.records import SpanEvent, SpanRow
+from latencylens_collector.analysis.request_rows import build_request_row
 from latencylens_collector.demo.provider_sim import ProviderSimulator, Timing
 from latencylens_collector.intake import otlp
-from latencylens_collector.pipeline.ingest import build_request_row
 from latencylens_collector.storage.store import Store
 
 US = 1_000

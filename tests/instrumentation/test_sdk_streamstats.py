@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from latencylens._streamstats import (
+from latencylens.streamstats import (
     GapSummary,
     inter_token_latency_ns,
     nearest_rank,

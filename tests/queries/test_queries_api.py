@@ -14,7 +14,7 @@ import pytest
 from queries_data import MS, S, bf16, request_row, trace_id
 
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.pipeline.ingest import build_request_row
+from latencylens_collector.analysis.request_rows import build_request_row
 
 INJECTIONS = ["x' OR 1=1 --", "m1' OR '1'='1", "'; DROP TABLE requests; --", "{f_model:String}"]
 

@@ -23,8 +23,9 @@ from latencylens_collector.api.routes import health, otlp, requests
 from latencylens_collector.api.routes import slos as slo_routes
 from latencylens_collector.api.routes import stats as stats_routes
 from latencylens_collector.pipeline import Pipeline
-from latencylens_collector.pipeline.ingest import Clock, Ingestor
+from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.runtime import metrics
+from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
 from latencylens_collector.slo.service import start_slo_service
 from latencylens_collector.storage.store import StorageError, StorageUnavailable, Store

@@ -9,7 +9,8 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, HTTPException, Request
 
 from latencylens_collector.auth import KeyStore, Unauthorized, presented_key, project_for
-from latencylens_collector.pipeline.ingest import Clock, Ingestor
+from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import Store
 

@@ -10,8 +10,8 @@ from typing import Final
 from fastapi import FastAPI
 
 from latencylens_collector.api.deps import app_key_store
-from latencylens_collector.pipeline.ingest import Clock
 from latencylens_collector.pipeline.service import Pipeline
+from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.runtime.scheduler import Scheduler
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.rollup import refresh_in_service

@@ -42,8 +42,8 @@ from latencylens_collector.pipeline import (
     WriteFailed,
     count_received,
 )
-from latencylens_collector.pipeline.ingest import Clock
 from latencylens_collector.runtime import metrics
+from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
 
 _log = logging.getLogger(__name__)

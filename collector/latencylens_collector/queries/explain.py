@@ -10,7 +10,7 @@ from latencylens_collector.analysis.conventions.same_call import same_call_marks
 from latencylens_collector.analysis.conventions.trace import resolve_trace
 from latencylens_collector.analysis.explanation import explain
 from latencylens_collector.analysis.records import STATUS_NAMES, SpanRow
-from latencylens_collector.pipeline.ingest import attribute, span_hex
+from latencylens_collector.analysis.request_rows import attribute, span_hex
 from latencylens_collector.queries._common import REQUEST_FIELDS
 from latencylens_collector.queries.requests import summary_fields
 from latencylens_collector.queries.responses import Explanation, RequestDetail, SpanTree

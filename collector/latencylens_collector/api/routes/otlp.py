@@ -17,8 +17,8 @@ from fastapi import APIRouter, Request, Response
 from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, ProjectDep, SettingsDep
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline import Pipeline, PipelineClosed, QueueFull, WriteFailed, count_received
-from latencylens_collector.pipeline.ingest import Clock
 from latencylens_collector.runtime import metrics
+from latencylens_collector.runtime.clock import Clock
 
 _log = logging.getLogger(__name__)
 router = APIRouter(tags=["otlp"])

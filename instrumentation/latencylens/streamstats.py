@@ -1,7 +1,8 @@
 """Pure summaries of one stream's timing: inter-chunk gap percentiles, ITL and output rate.
 
 The stream proxy only appends one integer per content chunk; everything here runs once, when the
-stream ends, on plain integers, so it is tested without clocks or servers and reusable elsewhere.
+stream ends, on plain integers, so it is tested without clocks or servers. Public: the collector
+derives a request's ITL with the same function, so SDK and collector cannot disagree on it.
 Definitions follow NVIDIA's LLM benchmarking guide: TTFT is call start → first non-empty content;
 ITL = (t_last − t_first) / (output tokens − 1); per-request output rate = output tokens / e2e.
 """
@@ -9,6 +10,14 @@ ITL = (t_last − t_first) / (output tokens − 1); per-request output rate = ou
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+__all__ = [
+    "GapSummary",
+    "inter_token_latency_ns",
+    "nearest_rank",
+    "output_tokens_per_second",
+    "summarize_gaps",
+]
 
 
 @dataclass(frozen=True, slots=True)
