@@ -19,10 +19,12 @@ from latencylens_collector.queries._common import (
     from_ns,
     window,
 )
-from latencylens_collector.queries.responses import RequestList, RequestSummary
+from latencylens_collector.queries.responses import RequestList, RequestSummary, TraceIdMatches
 from latencylens_collector.storage.store import Store
 
 _CANDIDATE_GROWTH = 4
+MAX_PREFIX_MATCHES = 10
+TRACE_ID_PREFIX_PATTERN = r"^[0-9a-fA-F]{1,32}$"
 
 
 def encode_cursor(e2e_ns: int, trace_hex: str) -> str:
@@ -95,6 +97,21 @@ def list_requests(
         last = page[-1]
         next_cursor = encode_cursor(int(last["e2e_ns"]), str(last["trace_hex"]))
     return RequestList(requests=[summary_from_row(row) for row in page], next_cursor=next_cursor)
+
+
+def trace_ids_with_prefix(
+    store: Store, project: str, prefix: str, limit: int = MAX_PREFIX_MATCHES
+) -> TraceIdMatches:
+    """Stored trace ids starting with ``prefix`` (hex, any case), so a person can name a request by
+    the start of its id, as git takes the start of a commit hash. Any stored time; sorted."""
+    sql = (
+        f"SELECT DISTINCT lower(hex(trace_id)) AS trace_hex FROM {store.database}.requests "
+        "WHERE project = {project:String} AND startsWith(lower(hex(trace_id)), {prefix:String}) "
+        "ORDER BY trace_hex LIMIT {k:UInt32}"
+    )
+    rows = store.query(sql, {"project": project, "prefix": prefix.lower(), "k": limit + 1})
+    ids = [str(row["trace_hex"]) for row in rows]
+    return TraceIdMatches(trace_ids=ids[:limit], truncated=len(ids) > limit)
 
 
 def _newest_only(store: Store, project: str, candidates: list[dict[str, Any]]) -> list[bytes]:

@@ -177,5 +177,12 @@ class CompareResponse(BaseModel):
     summary: str
 
 
+class TraceIdMatches(BaseModel):
+    """Stored trace ids that start with a given prefix, in order."""
+
+    trace_ids: list[str] = Field(description="32 lowercase hex characters each; at most the limit.")
+    truncated: bool = Field(description="More trace ids match than are listed.")
+
+
 class Health(BaseModel):
     status: str = "ok"

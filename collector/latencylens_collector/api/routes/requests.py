@@ -9,7 +9,12 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
 from latencylens_collector.api.params import TIME_HELP, FiltersDep
-from latencylens_collector.queries.responses import RequestDetail, RequestList
+from latencylens_collector.queries.requests import (
+    MAX_PREFIX_MATCHES,
+    TRACE_ID_PREFIX_PATTERN,
+    trace_ids_with_prefix,
+)
+from latencylens_collector.queries.responses import RequestDetail, RequestList, TraceIdMatches
 
 router = APIRouter(prefix="/api/requests", tags=["requests"])
 
@@ -48,6 +53,21 @@ def list_requests(
         )
     except queries.QueryError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
+
+
+@router.get(
+    "/lookup",
+    summary="Trace ids by prefix",
+    description="Stored trace ids (any time) that start with the given hex prefix, in order, at most "
+    f"{MAX_PREFIX_MATCHES}: how a client turns the start of an id into the whole id, or lists the "
+    "candidates when the prefix is ambiguous.",
+)
+def lookup_trace_ids(
+    store: StoreDep,
+    project: ProjectDep,
+    prefix: Annotated[str, Query(pattern=TRACE_ID_PREFIX_PATTERN, description="1 to 32 hex characters.")],
+) -> TraceIdMatches:
+    return trace_ids_with_prefix(store, project, prefix)
 
 
 @router.get(
