@@ -132,6 +132,12 @@ class Settings(BaseSettings):
         description="Directory of accepted batches waiting for ClickHouse; ``off`` disables the spool. "
         "Default: ``spool/<database>`` next to the chdb data directory.",
     )
+    max_spool_bytes: Integer = Field(
+        1024 * 1024 * 1024,
+        description="Most bytes the spool directory holds (pending and failed batches); beyond this, "
+        "or with the disk full, a batch ClickHouse cannot take is refused with 503 and /readyz is not "
+        "ready. 0: only the disk limits it.",
+    )
     max_queue_spans: Integer = Field(
         100_000,
         description="Spans accepted but not yet written; beyond this exports are refused with 429 / "

@@ -12,7 +12,7 @@ from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.intake.otlp import EVENTS_DROPPED, REASON_CODES, DecodedBatch
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, PipelineClosed
-from latencylens_collector.pipeline.spool import Spool, SpoolError
+from latencylens_collector.pipeline.spool import Spool, SpoolCounts, SpoolError
 from latencylens_collector.pipeline.writer import Writer
 from latencylens_collector.runtime import metrics
 from latencylens_collector.settings import Settings
@@ -28,9 +28,13 @@ class PipelineStatus:
     storage_ok: bool | None
     storage_error: str
     spool: str
-    """``writable``, ``disabled`` or why it cannot be used."""
+    """``writable``, ``disabled`` or, in a few words, why it cannot be used (``full``)."""
     spool_pending_spans: int
     queue_depth: int
+    spool_failed_spans: int = 0
+    spool_bytes: int = 0
+    storage_refusal: str = ""
+    """ClickHouse's error name while it turns every write away (see :class:`WriterState`)."""
 
     @property
     def spool_writable(self) -> bool:
@@ -43,7 +47,9 @@ class Pipeline:
     def __init__(self, settings: Settings, ingestor: Ingestor) -> None:
         self.settings = settings
         self.queue = BoundedQueue(settings.max_queue_spans)
-        self.spool = Spool(settings.spool_dir) if settings.spool_dir is not None else None
+        self.spool = (
+            Spool(settings.spool_dir, settings.max_spool_bytes) if settings.spool_dir is not None else None
+        )
         self._spool_problem = "disabled" if self.spool is None else "not open"
         self.writer = Writer(
             self.queue,
@@ -57,14 +63,16 @@ class Pipeline:
         """Open the spool (its batches are replayed by the writer) and start writing."""
         if self.spool is not None:
             try:
-                self.spool.open()
+                requeued = self.spool.open()
                 self._spool_problem = ""
+                if requeued:
+                    _log.warning("replaying %d spans ClickHouse refused before the restart", requeued)
                 if self.spool.pending_spans:
                     _log.info(
                         "replaying %d spooled spans from %s", self.spool.pending_spans, self.spool.directory
                     )
             except SpoolError as exc:
-                self._spool_problem = str(exc)
+                self._spool_problem = exc.reason
                 _log.error("running without a spool: %s", exc)
         self.writer.start()
 
@@ -91,13 +99,17 @@ class Pipeline:
     def status(self) -> PipelineStatus:
         state = self.writer.state()
         spool = self._spool_problem or (self.spool.problem() if self.spool else None) or "writable"
+        counts = self.spool.counts if self.spool and self.spool.is_open else SpoolCounts()
         return PipelineStatus(
             running=self.writer.running,
             storage_ok=state.storage_ok,
             storage_error=state.storage_error,
             spool=spool,
-            spool_pending_spans=self.spool.pending_spans if self.spool and self.spool.is_open else 0,
+            spool_pending_spans=counts.pending_spans,
             queue_depth=self.queue.depth,
+            spool_failed_spans=counts.failed_spans,
+            spool_bytes=counts.bytes,
+            storage_refusal=state.refusal,
         )
 
 

@@ -6,6 +6,12 @@ rewritten in order). Each flush is one spans insert plus one read-back and one r
 the spool. While ClickHouse is unreachable, flushes go straight to the spool and the oldest spooled
 batch is retried with exponential back-off; a batch is replayed one file per loop, so new exports
 keep flowing while a large spool drains.
+
+A spooled batch ClickHouse refuses is triaged (:mod:`~latencylens_collector.pipeline.refusals`):
+refusals that say "not now" (read-only, too many parts, unreachable) pause writes with the same
+back-off; any other refusal splits the batch, a few pieces per loop, until the spans ClickHouse
+will not take are found; they are kept in the spool's ``failed/`` with their reasons and the rest
+is stored. Nothing acknowledged is dropped.
 """
 
 from __future__ import annotations
@@ -14,10 +20,8 @@ import logging
 import threading
 import time
 import uuid
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from opentelemetry import context as otel_context
@@ -25,7 +29,9 @@ from opentelemetry import context as otel_context
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, Ticket, WriteFailed
-from latencylens_collector.pipeline.spool import Spool
+from latencylens_collector.pipeline.refusals import UNREACHABLE, Refusal, Triage, classify
+from latencylens_collector.pipeline.replay import settle
+from latencylens_collector.pipeline.spool import FAILED_DIR, Spool, SpooledBatch, SpoolFull
 from latencylens_collector.runtime import metrics
 from latencylens_collector.storage.store import StorageUnavailable
 
@@ -33,8 +39,10 @@ _log = logging.getLogger(__name__)
 
 RETRY_INITIAL_S: Final = 0.5
 RETRY_MAX_S: Final = 30.0
-MAX_REPLAY_FAILURES: Final = 5
-"""A spooled batch ClickHouse refuses this many times (while reachable) is quarantined."""
+MAX_WRITES_PER_STEP: Final = 16
+"""Pieces of a spooled batch being split written per loop, so live exports flow between steps."""
+SPOOL_REFRESH_S: Final = 2.0
+"""How often the spool is recounted from its directory (``latencylens spool replay`` moves files)."""
 _IDLE_WAKE_S: Final = 1.0
 
 
@@ -45,7 +53,11 @@ class WriterState:
     storage_ok: bool | None
     """None until the first write."""
     storage_error: str
+    """The last failure's full text: for the log, never for an HTTP answer."""
     retry_in_s: float
+    refusal: str = ""
+    """ClickHouse's error name while it turns every write away (``TOO_MANY_PARTS``, ``READONLY``,
+    ``UNREACHABLE``), else empty."""
 
 
 class Writer:
@@ -72,7 +84,8 @@ class Writer:
         self._storage_retry_at = 0.0
         self._replay_retry_at = 0.0
         self._backoff_s = 0.0
-        self._replay_failures: Counter[Path] = Counter()
+        self._refusal = ""
+        self._replaying: tuple[SpooledBatch, Triage] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -94,7 +107,7 @@ class Writer:
 
     def state(self) -> WriterState:
         retry_in = max(0.0, self._storage_retry_at - self._monotonic())
-        return WriterState(self._storage_ok, self._storage_error, retry_in)
+        return WriterState(self._storage_ok, self._storage_error, retry_in, self._refusal)
 
     # --- loop -----------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -117,7 +130,7 @@ class Writer:
                     self._replay_retry_at = self._monotonic() + RETRY_MAX_S
 
     def _idle_wait(self) -> float:
-        if self.spool is not None and self.spool.pending_spans:
+        if self.spool is not None and self.spool.counts.pending_batches:
             retry_at = max(self._storage_retry_at, self._replay_retry_at)
             return min(_IDLE_WAKE_S, max(0.0, retry_at - self._monotonic()))
         return _IDLE_WAKE_S
@@ -131,7 +144,7 @@ class Writer:
         except Exception as exc:
             if not isinstance(exc, WriteFailed):
                 _log.exception("unexpected error while writing a batch")
-            failure = exc if isinstance(exc, WriteFailed) else WriteFailed(f"internal error: {exc}")
+            failure = exc if isinstance(exc, WriteFailed) else WriteFailed("internal error while writing")
             for ticket in tickets:
                 ticket.future.set_exception(failure)
             return
@@ -147,36 +160,43 @@ class Writer:
                 return Outcome.STORED
             except Exception as exc:  # any failure: the batch must still land somewhere durable
                 self._note_failure(exc)
+        # Answers name no ClickHouse text nor paths (they may hold addresses or data): the log has them.
         if self.spool is None:
-            raise WriteFailed(f"storage unavailable: {self._storage_error}")
+            raise WriteFailed("storage unavailable and no spool; retry later")
         try:
             self.spool.write(batch_id, spans)
         except OSError as exc:
             _log.error("could not spool %d spans: %s", len(spans), exc)
-            raise WriteFailed(
-                f"storage unavailable ({self._storage_error}) and spool not writable: {exc}"
-            ) from exc
+            why = "full" if isinstance(exc, SpoolFull) else "not writable"
+            raise WriteFailed(f"storage unavailable and the spool is {why}; retry later") from exc
         metrics.SPANS_SPOOLED.inc(len(spans))
         return Outcome.SPOOLED
 
-    def _write(self, spans: list[SpanRow], batch_id: str) -> None:
+    def _write(self, spans: Sequence[SpanRow], batch_id: str) -> None:
         started = time.perf_counter()
         self.ingestor.ingest(spans, dedup_token=batch_id)
         metrics.INSERT_DURATION.observe(time.perf_counter() - started)
         metrics.BATCH_SPANS.observe(len(spans))
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
-        self._storage_retry_at = 0.0
+        self._storage_retry_at, self._refusal = 0.0, ""
 
     def _note_failure(self, exc: Exception) -> None:
-        """Unreachable storage pauses direct writes (back-off); other errors only cost this batch."""
-        self._storage_error = str(exc) or type(exc).__name__
-        if isinstance(exc, StorageUnavailable):
-            self._storage_ok = False
-            self._backoff_s = min(RETRY_MAX_S, self._backoff_s * 2 or RETRY_INITIAL_S)
-            self._storage_retry_at = self._monotonic() + self._backoff_s
-            _log.warning("ClickHouse unavailable, spooling for %.1f s: %s", self._backoff_s, exc)
+        """A refusal for now pauses writes (back-off); any other only sends this batch to the spool,
+        where its replay finds the spans ClickHouse refuses."""
+        refusal = classify(exc)
+        if refusal.transient:
+            self._note_refusal(refusal)
         else:
-            _log.error("writing a batch failed, spooling it: %s", exc, exc_info=exc)
+            self._storage_error = refusal.message
+            _log.error("writing a batch failed (%s), spooling it: %s", refusal.name, exc, exc_info=exc)
+
+    def _note_refusal(self, refusal: Refusal) -> None:
+        self._storage_ok, self._storage_error, self._refusal = False, refusal.message, refusal.name
+        self._backoff_s = min(RETRY_MAX_S, self._backoff_s * 2 or RETRY_INITIAL_S)
+        self._storage_retry_at = self._monotonic() + self._backoff_s
+        metrics.STORAGE_REFUSALS.labels(reason=refusal.name).inc()
+        what = "unavailable" if refusal.name == UNREACHABLE else f"refusing writes ({refusal.name})"
+        _log.warning("ClickHouse %s, spooling for %.1f s: %s", what, self._backoff_s, refusal.message)
 
     def _ensure_schema(self) -> None:
         """While idle, apply migrations that could not be applied at start-up (storage was down)."""
@@ -194,42 +214,37 @@ class Writer:
 
     # --- spool replay ---------------------------------------------------------------------------
     def _replay_due(self) -> bool:
-        if self.spool is None or not self.spool.pending_spans or not self.spool.is_open:
+        if self.spool is None or not self.spool.is_open:
+            return False
+        self.spool.refresh_if_older_than(SPOOL_REFRESH_S)
+        if self._replaying is None and not self.spool.counts.pending_batches:
             return False
         return self._monotonic() >= max(self._storage_retry_at, self._replay_retry_at)
 
     def _replay_oldest(self) -> None:
+        """One step of the oldest spooled batch: the whole batch, or a few of its pieces while it is
+        being split; once every span is stored or refused, the refused are kept and the file goes."""
         assert self.spool is not None
-        pending = self.spool.pending()
-        if not pending:
+        if self._replaying is None:
+            pending = self.spool.pending()
+            if not pending:
+                return
+            path = pending[0]
+            try:
+                batch = self.spool.read(path)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                _log.error("unreadable spool file %s moved to %s/: %s", path.name, FAILED_DIR, exc)
+                self.spool.quarantine(path)
+                return
+            self._replaying = (batch, Triage(batch.batch_id, batch.spans))
+        batch, triage = self._replaying
+        refusal = triage.step(self._write, MAX_WRITES_PER_STEP)
+        if refusal is not None:
+            self._note_refusal(refusal)  # retried, from the same piece, after the back-off
             return
-        path = pending[0]
-        try:
-            batch = self.spool.read(path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            _log.error("unreadable spool file %s, quarantined: %s", path.name, exc)
-            self.spool.quarantine(path)
+        if not triage.done:
             return
-        try:
-            self._write(batch.spans, batch.batch_id)
-        except Exception as exc:
-            self._note_failure(exc)
-            self._replay_failed(path, exc)
-            return
-        self.spool.remove(path)
-        self._replay_failures.pop(path, None)
+        settle(self.spool, batch, triage)
+        self._replaying = None
         self._replay_retry_at = 0.0
-        metrics.SPANS_WRITTEN.labels(source="spool").inc(len(batch.spans))
-
-    def _replay_failed(self, path: Path, exc: Exception) -> None:
-        assert self.spool is not None
-        if isinstance(exc, StorageUnavailable):
-            return  # not the batch's fault: retried after the storage back-off
-        self._replay_failures[path] += 1
-        failures = self._replay_failures[path]
-        if failures >= MAX_REPLAY_FAILURES:
-            target = self.spool.quarantine(path)
-            self._replay_failures.pop(path, None)
-            _log.error("spooled batch failed %d times, moved to %s: %s", failures, target, exc)
-            return
-        self._replay_retry_at = self._monotonic() + min(RETRY_MAX_S, RETRY_INITIAL_S * 2**failures)
+        metrics.SPANS_WRITTEN.labels(source="spool").inc(triage.stored)

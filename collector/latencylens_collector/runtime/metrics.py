@@ -71,6 +71,29 @@ QUEUE_DEPTH = Gauge(
 SPOOL_PENDING_SPANS = Gauge(
     "latencylens_spool_pending_spans", "Spans in the disk spool waiting for ClickHouse.", registry=REGISTRY
 )
+SPOOL_FAILED_SPANS = Gauge(
+    "latencylens_spool_failed_spans",
+    "Spans ClickHouse refused for good, kept in spool/failed/ with their reasons (replayed at "
+    "start-up and by 'latencylens spool replay').",
+    registry=REGISTRY,
+)
+SPOOL_BYTES = Gauge(
+    "latencylens_spool_bytes", "Bytes of the disk spool, pending and failed batches.", registry=REGISTRY
+)
+SPANS_REFUSED = Counter(
+    "latencylens_spans_refused",
+    "Spans ClickHouse refused for good and the spool kept, by ClickHouse's error name "
+    "(VIOLATED_CONSTRAINT, ...; INTERNAL when building their rows failed).",
+    ["reason"],
+    registry=REGISTRY,
+)
+STORAGE_REFUSALS = Counter(
+    "latencylens_storage_refusals",
+    "Writes ClickHouse turned away for now (retried with back-off), by reason: UNREACHABLE or "
+    "ClickHouse's error name (TOO_MANY_PARTS, READONLY, ...).",
+    ["reason"],
+    registry=REGISTRY,
+)
 INSERT_DURATION = Histogram(
     "latencylens_insert_duration_seconds",
     "Time to write one batch: the spans insert plus its request rows.",
