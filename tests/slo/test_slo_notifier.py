@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
 import socket
+from dataclasses import replace
 
+import httpx
 from slo_support import MS, WebhookReceiver
 
-from latencylens_collector.slo.notifier import Notice, Notifier, Target, WorstRequest, slack_payload
+from latencylens_collector.slo.notifier import (
+    Notice,
+    Notifier,
+    Target,
+    WorstRequest,
+    json_payload,
+    slack_payload,
+)
 
 NOTICE = Notice(
     alert_id=7,
@@ -77,3 +88,69 @@ def test_slack_payload_names_value_burn_cause_and_links() -> None:
     assert "Error budget remaining: 25.0%" in text
     assert "Dominant component: *queue*, mean 1500 ms (was 20 ms)" in text
     assert f"<http://lens/api/requests/{'ab' * 16}|{'ab' * 6}> 1550 ms" in text
+
+
+# --- issue 15, item 6: names are data in every format ---------------------------------------------
+HOSTILE_NAME = '<!channel> ttft <https://evil.example/login|open the dashboard> & "co"'
+HOSTILE_PROJECT = "<!here>"
+HOSTILE = replace(NOTICE, slo_name=HOSTILE_NAME, project=HOSTILE_PROJECT)
+_SLACK_TOKEN = re.compile(r"<([^<>]*)>")
+
+
+def _slack_texts(body: dict) -> list[str]:
+    return [body["text"], *(block["text"]["text"] for block in body["blocks"])]
+
+
+def test_slack_payload_shows_hostile_names_as_typed() -> None:
+    """The reproduction: an SLO named ``<!channel> …<https://evil.example|…>`` reached the channel
+    as a mention and a disguised link. Every ``<…>`` left in the message is one of our own links."""
+    with WebhookReceiver() as receiver:
+        (delivery,) = Notifier([Target(receiver.url, "slack")]).send(HOSTILE)
+    assert delivery.ok
+    (body,) = receiver.bodies
+    for text in _slack_texts(body):
+        assert "<!" not in text and "evil.example|" not in text.replace("&lt;", "")
+        assert [token.split("|")[0] for token in _SLACK_TOKEN.findall(text)] in (
+            [],
+            [f"http://lens/api/requests/{'ab' * 16}"],
+        )
+        # Escaped as Slack documents: & first, then < and >; Slack shows the name as typed.
+        assert (
+            '&lt;!channel&gt; ttft &lt;https://evil.example/login|open the dashboard&gt; &amp; "co"' in text
+        )
+    block = body["blocks"][0]["text"]["text"]
+    assert "Project: &lt;!here&gt;" in block
+
+
+def test_slack_link_cannot_be_closed_early_by_its_url() -> None:
+    worst = WorstRequest("cd" * 16, 900 * MS, "http://lens/x|<!channel>")
+    body = slack_payload(replace(NOTICE, worst_requests=[worst]))
+    text = body["blocks"][0]["text"]["text"]
+    assert "<http://lens/x%7C&lt;!channel&gt;|cdcdcdcdcdcd> 900 ms" in text
+    assert "<!" not in text
+
+
+def test_json_payload_carries_hostile_names_as_values() -> None:
+    """A name shaped to break out of a JSON string stays one value: the body is serialised."""
+    breakout = 'x", "state": "resolved", "slo_name": "y\\\n</script>\u2028'
+    with WebhookReceiver() as receiver:
+        (delivery,) = Notifier([Target(receiver.url, "json")]).send(replace(NOTICE, slo_name=breakout))
+    assert delivery.ok
+    (body,) = receiver.bodies
+    assert body["slo_name"] == breakout
+    assert body["state"] == "firing"
+    assert body["summary"].startswith(f"[FIRING] SLO {breakout}: ttft")
+    assert body == json.loads(json.dumps(json_payload(replace(NOTICE, slo_name=breakout))))
+
+
+def test_a_project_key_cannot_add_a_webhook(collector) -> None:
+    """Webhook targets come from the server's configuration only: the SLO body, the one thing a
+    project's key can write, has no field for one, and unknown fields are refused."""
+    body = {"name": "mine", "objective": {"type": "ratio", "target": 0.99, "threshold_ns": 1000 * MS}}
+    api = f"{collector.url}/api/slos"
+    for field in ("webhook_url", "webhooks", "notify", "slack_webhook_url"):
+        response = httpx.post(api, json={**body, field: "https://evil.example/hook"})
+        assert response.status_code == 422, field
+        assert "Extra inputs are not permitted" in response.text
+    assert httpx.get(api).json()["slos"] == []
+    assert httpx.post(api, json=body).status_code == 201

@@ -3,6 +3,13 @@
 Each delivery is retried with exponential backoff on connection errors, 429 and 5xx; other 4xx
 answers are final (retrying a rejected payload cannot help). ``sleep`` is injectable so tests
 check the backoff without waiting.
+
+Names in a notice (the SLO's, the project's) are written by whoever holds a project's API key, so
+every format treats them as data: the JSON body is a dict serialised by the HTTP client (never
+text built by hand), and Slack's mrkdwn gets ``&``, ``<`` and ``>`` escaped as Slack asks, so a
+name such as ``<!channel>`` or ``<https://evil.example|login>`` shows as typed instead of pinging
+the channel or hiding a link. Webhook targets themselves come only from the server's configuration
+(``LATENCYLENS_SLO_WEBHOOK_URLS``, ``LATENCYLENS_SLO_SLACK_WEBHOOK_URLS``); no API call adds one.
 """
 
 from __future__ import annotations
@@ -71,33 +78,53 @@ class Notice:
 
 
 def json_payload(notice: Notice) -> dict[str, Any]:
-    """The generic webhook body: every field of the notice plus ``summary``."""
+    """The generic webhook body: every field of the notice plus ``summary``, as a dict the HTTP
+    client serialises (names are values, never spliced into JSON text)."""
     body = asdict(notice)
     body["summary"] = notice.summary()
     return {"kind": "latencylens.slo.alert", "version": 1, **body}
 
 
+def mrkdwn(text: str) -> str:
+    """Text shown as typed in Slack mrkdwn: its control characters ``&``, ``<``, ``>`` as the HTML
+    entities Slack decodes (``<!channel>``, ``<@U1>`` and ``<url|label>`` lose their meaning)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _link(url: str, label: str) -> str:
+    """A Slack link; a ``|`` or ``>`` in the URL could end it early, so those are percent-encoded."""
+    return f"<{mrkdwn(url).replace('|', '%7C')}|{mrkdwn(label)}>"
+
+
 def slack_payload(notice: Notice) -> dict[str, Any]:
-    """Slack incoming-webhook body (``text`` plus mrkdwn blocks); Mattermost and others accept it."""
-    lines = [f"*{notice.summary()}*"]
+    """Slack incoming-webhook body (``text`` plus mrkdwn blocks); Mattermost and others accept it.
+    Both ``text`` and the block are mrkdwn, so both are escaped."""
+    summary = mrkdwn(notice.summary())
+    lines = [f"*{summary}*"]
+    if notice.project:
+        lines.append(f"Project: {mrkdwn(notice.project)}")
     if notice.budget_remaining is not None:
         lines.append(f"Error budget remaining: {notice.budget_remaining:.1%}")
     if notice.burn_rates:
-        lines.append("Burn rates: " + ", ".join(f"{w} {r:.1f}×" for w, r in notice.burn_rates.items()))
+        lines.append(
+            "Burn rates: " + ", ".join(f"{mrkdwn(w)} {r:.1f}×" for w, r in notice.burn_rates.items())
+        )
     if notice.dominant_component and notice.dominant_breach_mean_ns is not None:
         previous = notice.dominant_previous_mean_ns
         lines.append(
-            f"Dominant component: *{notice.dominant_component}*, mean "
+            f"Dominant component: *{mrkdwn(notice.dominant_component)}*, mean "
             f"{notice.dominant_breach_mean_ns / _MS:.0f} ms"
             + (f" (was {previous / _MS:.0f} ms)" if previous is not None else "")
         )
     if notice.worst_requests:
         lines.append(
             "Worst requests: "
-            + ", ".join(f"<{w.url}|{w.trace_id[:12]}>{_ms_suffix(w.value_ns)}" for w in notice.worst_requests)
+            + ", ".join(
+                f"{_link(w.url, w.trace_id[:12])}{_ms_suffix(w.value_ns)}" for w in notice.worst_requests
+            )
         )
     return {
-        "text": notice.summary(),
+        "text": summary,
         "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}}],
     }
 
