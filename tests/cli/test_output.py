@@ -115,3 +115,29 @@ def test_values() -> None:
     assert utc(1_746_100_800_000_000_000) == "2025-05-01 12:00:00 UTC"
     assert utc(datetime(2025, 5, 1, 12, tzinfo=timezone.utc)) == "2025-05-01 12:00:00 UTC"
     assert utc(None) == "-"
+
+
+def test_several_key_columns_lead_every_block_and_text_wraps_comfortably() -> None:
+    table = Table(
+        "",
+        [Column("hour"), Column("model"), Column("p95", numeric=True), Column("shares", wraps=True)],
+        keys=2,
+    )
+    table.add("07:00", "m-big", "1996.5", "decode 40%, network 23%, app_other 15%")
+    table.add("07:00", "m-small", "998.2", "decode 40%")
+    # Shares wrapped to their longest word (10) would make one grid of 42 columns; below 20
+    # characters a column moves to the next block instead, and wraps there only as far as needed.
+    assert render(table, 42) == "\n".join(
+        [
+            "hour   model       p95",
+            "─────  ───────  ──────",
+            "07:00  m-big    1996.5",
+            "07:00  m-small   998.2",
+            "",
+            "hour   model    shares",
+            "─────  ───────  ──────────────────────────",
+            "07:00  m-big    decode 40%, network 23%,",
+            "                  app_other 15%",
+            "07:00  m-small  decode 40%",
+        ]
+    )

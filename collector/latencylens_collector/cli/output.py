@@ -23,8 +23,9 @@ DEFAULT_WIDTH = 80
 """Width of output that is not a terminal and has no ``COLUMNS``."""
 GAP = "  "
 RULE = "─"
-MIN_WRAP_WIDTH = 12
-"""Narrowest a wrapping text column gets (longer words keep their length)."""
+COMFORTABLE_WRAP_WIDTH = 20
+"""Free text is wrapped to at least this width before a table is split into blocks (and below it
+only when a block of one column needs it; a word is never broken)."""
 MISSING = "-"
 """Shown for a value that is unknown or does not apply."""
 _NS_PER_MS = 1_000_000
@@ -91,12 +92,13 @@ class Column:
 
 @dataclass
 class Table:
-    """A titled table; the first column is each row's key. ``notes`` are printed under it."""
+    """A titled table whose first ``keys`` columns name each row. ``notes`` are printed under it."""
 
     title: str
     columns: Sequence[Column]
     rows: list[Sequence[str]] = field(default_factory=list)
     notes: Sequence[str] = ()
+    keys: int = 1
 
     def add(self, *cells: object) -> None:
         if len(cells) != len(self.columns):
@@ -111,7 +113,7 @@ def render(table: Table, columns: int | None = None) -> str:
     """The table as text at most ``columns`` wide (where any single value allows)."""
     limit = columns or width()
     lines = [table.title, ""] if table.title else []
-    lines += _render_body(table.columns, table.rows, limit)
+    lines += _render_body(table.columns, table.rows, limit, table.keys)
     for note in table.notes:
         lines += textwrap.wrap(note, limit, break_long_words=False, break_on_hyphens=False) or [""]
     return "\n".join(line.rstrip() for line in lines)
@@ -121,31 +123,34 @@ def _natural(column: Column, cells: Iterable[str]) -> int:
     return max([len(column.header), *(len(cell) for cell in cells)])
 
 
-def _narrowest(column: Column, cells: Iterable[str]) -> int:
-    """Least width of a column: its natural width, or for wrapping text its longest word."""
+def _narrowest(column: Column, cells: Iterable[str], comfortable: bool = False) -> int:
+    """Least width of a column: its natural width, or for wrapping text its longest word (with
+    ``comfortable``, at least :data:`COMFORTABLE_WRAP_WIDTH` too, so text wraps to a few lines)."""
     cells = list(cells)
     natural = _natural(column, cells)
     if not column.wraps:
         return natural
     words = [len(column.header), *(len(word) for cell in cells for word in cell.split())]
-    return min(natural, max(MIN_WRAP_WIDTH, *words))
+    floor = COMFORTABLE_WRAP_WIDTH if comfortable else 0
+    return min(natural, max(floor, *words))
 
 
-def _render_body(columns: Sequence[Column], rows: Sequence[Sequence[str]], limit: int) -> list[str]:
+def _render_body(
+    columns: Sequence[Column], rows: Sequence[Sequence[str]], limit: int, keys: int = 1
+) -> list[str]:
     indexes = list(range(len(columns)))
     cells = [[row[i] for row in rows] for i in indexes]
-    if _fits(columns, cells, indexes, limit):
+    if _least_width(columns, cells, indexes, comfortable=True) <= limit:
         return _grid(columns, cells, indexes, limit)
-    # Blocks of columns, each led by the key (or by a row number when the key is wide).
-    key_wide = _natural(columns[0], cells[0]) > limit // 3
-    all_columns = [ROW_NUMBER, *columns] if key_wide else list(columns)
-    all_cells = [[str(n) for n in range(1, len(rows) + 1)], *cells] if key_wide else cells
-    lead = [0]  # the key, or the row number (then the key opens the first block)
-    rest = list(range(1, len(all_columns)))
+    # Blocks of whole columns, each led by the keys (or by a row number when the keys are wide).
+    keys_wide = _natural_width(columns, cells, range(keys)) > limit // 3
+    all_columns = [ROW_NUMBER, *columns] if keys_wide else list(columns)
+    all_cells = [[str(n) for n in range(1, len(rows) + 1)], *cells] if keys_wide else cells
+    lead = [0] if keys_wide else list(range(keys))  # with a row number, the keys open block one
     blocks: list[list[int]] = []
     current: list[int] = []
-    for index in rest:
-        if current and not _fits(all_columns, all_cells, [*lead, *current, index], limit):
+    for index in range(len(lead), len(all_columns)):
+        if current and _natural_width(all_columns, all_cells, [*lead, *current, index]) > limit:
             blocks.append(current)
             current = []
         current.append(index)
@@ -159,27 +164,33 @@ def _render_body(columns: Sequence[Column], rows: Sequence[Sequence[str]], limit
     return lines
 
 
-def _fits(
-    columns: Sequence[Column], cells: Sequence[Sequence[str]], indexes: Sequence[int], limit: int
-) -> bool:
-    least = sum(_narrowest(columns[i], cells[i]) for i in indexes) + len(GAP) * (len(indexes) - 1)
-    return least <= limit
+def _natural_width(columns: Sequence[Column], cells: Sequence[Sequence[str]], indexes: Sequence[int]) -> int:
+    return sum(_natural(columns[i], cells[i]) for i in indexes) + len(GAP) * (len(indexes) - 1)
+
+
+def _least_width(
+    columns: Sequence[Column], cells: Sequence[Sequence[str]], indexes: Sequence[int], comfortable: bool
+) -> int:
+    least = sum(_narrowest(columns[i], cells[i], comfortable) for i in indexes)
+    return least + len(GAP) * (len(indexes) - 1)
 
 
 def _widths(
     columns: Sequence[Column], cells: Sequence[Sequence[str]], indexes: Sequence[int], limit: int
 ) -> list[int]:
-    """Natural widths, with wrapping columns narrowed (widest first) until the line fits."""
+    """Natural widths, with wrapping columns narrowed (widest first) until the line fits: down to
+    a comfortable width first, to their longest word only when that is not enough."""
     widths = [_natural(columns[i], cells[i]) for i in indexes]
-    least = [_narrowest(columns[i], cells[i]) for i in indexes]
     excess = sum(widths) + len(GAP) * (len(indexes) - 1) - limit
-    while excess > 0:
-        candidates = [k for k in range(len(widths)) if widths[k] > least[k]]
-        if not candidates:
-            break
-        widest = max(candidates, key=lambda k: widths[k] - least[k])
-        widths[widest] -= 1
-        excess -= 1
+    for comfortable in (True, False):
+        least = [_narrowest(columns[i], cells[i], comfortable) for i in indexes]
+        while excess > 0:
+            candidates = [k for k in range(len(widths)) if widths[k] > least[k]]
+            if not candidates:
+                break
+            widest = max(candidates, key=lambda k: widths[k] - least[k])
+            widths[widest] -= 1
+            excess -= 1
     return widths
 
 
@@ -201,15 +212,19 @@ def _grid(
 
 
 def _wrap(text: str, column: Column, column_width: int) -> list[str]:
+    """A cell's lines: text of a wrapping column broken at spaces, continuation lines indented two
+    more than the first (a span tree's depth is kept) when the longest word still fits."""
     if not column.wraps or len(text) <= column_width:
         return [text]
     indent = " " * (len(text) - len(text.lstrip(" ")))
+    longest = max(len(word) for word in text.split())
+    hanging = indent + "  " if len(indent) + 2 + longest <= column_width else indent
     return textwrap.wrap(
         text.lstrip(" "),
         column_width,
         initial_indent=indent,
-        subsequent_indent=indent + "  " if len(indent) + 2 < column_width // 2 else indent,
-        break_long_words=True,
+        subsequent_indent=hanging,
+        break_long_words=False,
         break_on_hyphens=False,
     ) or [""]
 
