@@ -153,6 +153,9 @@ SAME_CALL_AS: Final = "latencylens.same_call_as"
 """On a span that describes a model call another span counts: that span's id (hex). It owns no time."""
 WRAPS_MODEL_CALLS: Final = "latencylens.wraps_model_calls"
 """On a model span around several model calls: how many; it is application work around them."""
+PROVENANCE_USAGE: Final = "latencylens.provenance.usage"
+"""On a model call whose token counts were taken from another span of the same call:
+``estimated`` when that span's counts were its instrumentation's estimate (OpenLIT's)."""
 
 ALL_OWN_ATTRIBUTES: Final = (
     SPAN_KIND,
@@ -186,5 +189,6 @@ ALL_OWN_ATTRIBUTES: Final = (
     PROVENANCE_ITL,
     SAME_CALL_AS,
     WRAPS_MODEL_CALLS,
+    PROVENANCE_USAGE,
 )
 """Every ``latencylens.`` name above, for tests that pin the namespace."""

@@ -213,6 +213,44 @@ def test_the_owner_takes_what_it_lacks_from_the_other_span() -> None:
     assert owner.attributes[semconv.STREAM_LAST_CHUNK_NS] == str(590 * MS)
 
 
+def test_counts_another_span_only_estimated_stay_estimated() -> None:
+    """OpenLIT around ours on a stream without usage: ours has no counts, OpenLIT wrote its estimate
+    (ceil(characters / 2)) under the usual names. The row takes the counts and says they are an
+    estimate; ITL and the decode rate are not derived from them (ours' own ITL, from its content
+    chunks, stays: (90 − 50 ms) / (2 − 1))."""
+    openlit = {
+        "telemetry.sdk.name": "openlit",
+        semconv.GEN_AI_OPERATION_NAME: "chat",
+        semconv.GEN_AI_PROVIDER_NAME: "openai",
+        semconv.GEN_AI_REQUEST_STREAM: "true",
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: "4",
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: "3",
+    }
+    ours = {
+        semconv.SPAN_KIND: "model",
+        semconv.GEN_AI_OPERATION_NAME: "chat",
+        semconv.GEN_AI_PROVIDER_NAME: "openai",
+        semconv.STREAM_FIRST_CONTENT_NS: str(50 * MS),
+        semconv.STREAM_LAST_CHUNK_NS: str(90 * MS),
+        semconv.STREAM_CONTENT_CHUNKS: "2",
+        semconv.STREAM_ITL_NS: str(40 * MS),
+        semconv.PROVENANCE_ITL: semconv.SOURCE_ESTIMATED,
+    }
+    spans = [span(1, None, 0, 1000), span(2, 1, 100, 100, openlit), span(3, 2, 101, 98, ours)]
+    row = row_of(spans)
+    assert row["model_calls"] == 1
+    assert (row["input_tokens"], row["output_tokens"]) == (4, 3)
+    assert row["tokens_estimated"] == 1
+    assert row["itl_ns"] == 40 * MS
+    assert row["decode_tokens_per_second"] is None
+    assert resolved_by_id(spans)[3].attributes[semconv.PROVENANCE_USAGE] == semconv.SOURCE_ESTIMATED
+    # The provider's usage, when ours has it, is not an estimate whatever the other span wrote.
+    counted = {**ours, semconv.GEN_AI_USAGE_INPUT_TOKENS: "19", semconv.GEN_AI_USAGE_OUTPUT_TOKENS: "10"}
+    spans[2] = span(3, 2, 101, 98, counted)
+    row = row_of(spans)
+    assert (row["input_tokens"], row["output_tokens"], row["tokens_estimated"]) == (19, 10, 0)
+
+
 def test_sibling_spans_with_the_same_response_id_are_one_call() -> None:
     ours = {**openai_call("chatcmpl-123", 19, 10), semconv.SPAN_KIND: "model"}
     spans = [

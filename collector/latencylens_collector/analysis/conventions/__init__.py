@@ -38,6 +38,7 @@ from latencylens_collector.analysis.conventions.reading import (
     model_timing,
     provider_name,
     token_counts,
+    usage_estimated,
 )
 from latencylens_collector.analysis.conventions.trace import KIND_MODEL_SERVER, resolve_trace
 from latencylens_collector.analysis.conventions.values import first_int, parse_int
@@ -78,13 +79,6 @@ def classify(attributes: Mapping[str, str], has_parent: bool) -> str:
             if found is not None:
                 return found
     return KIND_OTHER if has_parent else semconv.KIND_REQUEST
-
-
-def usage_estimated(attributes: Mapping[str, str]) -> bool:
-    """Whether a model span's token counts are its instrumentation's estimate, not the provider's
-    usage. Only OpenLIT writes estimates under the usual names (:func:`.openlit.usage_estimated`);
-    the others leave counts out when the provider sent none, which reads as unknown."""
-    return openlit.usage_estimated(attributes)
 
 
 def display_name(name: str, attributes: Mapping[str, str]) -> str:

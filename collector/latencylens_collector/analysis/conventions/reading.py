@@ -134,6 +134,16 @@ def model_timing(attributes: Mapping[str, str]) -> ModelTiming:
     )
 
 
+def usage_estimated(attributes: Mapping[str, str]) -> bool:
+    """Whether a model span's token counts are an instrumentation's estimate, not the provider's
+    usage: OpenLIT's own (:func:`.openlit.usage_estimated`; the others leave counts out when the
+    provider sent none, which reads as unknown), or taken from such a span of the same call
+    (:data:`~latencylens.semconv.PROVENANCE_USAGE`)."""
+    return attributes.get(semconv.PROVENANCE_USAGE) == semconv.SOURCE_ESTIMATED or openlit.usage_estimated(
+        attributes
+    )
+
+
 def model_name(attributes: Mapping[str, str]) -> str:
     """The model that answered, else the one asked for."""
     return first_text(attributes, *MODEL_KEYS)

@@ -33,7 +33,7 @@ from typing import Final
 from latencylens import semconv
 from latencylens_collector.analysis.conventions import openllmetry, vllm
 from latencylens_collector.analysis.conventions.lineage import Lineage
-from latencylens_collector.analysis.conventions.reading import canonical_attributes
+from latencylens_collector.analysis.conventions.reading import canonical_attributes, usage_estimated
 from latencylens_collector.analysis.conventions.values import parse_int
 from latencylens_collector.analysis.records import SpanRow
 
@@ -60,6 +60,7 @@ _FILLED_KEYS: Final = (
     semconv.GEN_AI_RESPONSE_ID,
 )
 """Facts about the call itself: whichever span has them, they are the same numbers."""
+_TOKEN_KEYS: Final = frozenset(key for key in _FILLED_KEYS if key.startswith("gen_ai.usage."))
 _PROVIDER_TIMING_KEYS: Final = (
     semconv.PROVIDER_QUEUE_NS,
     semconv.PROVIDER_PREFILL_NS,
@@ -228,15 +229,19 @@ def merged_attributes(
 ) -> dict[str, str]:
     """The owner's (canonical) attributes with each field it lacks taken from the other spans.
 
-    Tokens, model, provider and response id come from the most trusted span that has them; the
-    provider's timing comes whole from one span; a stream's first and last chunk, which are offsets
-    from a span's start, are moved onto the owner's start and kept within its duration."""
+    Tokens, model, provider and response id come from the most trusted span that has them (token
+    counts that span only estimated stay marked estimated); the provider's timing comes whole from
+    one span; a stream's first and last chunk, which are offsets from a span's start, are moved
+    onto the owner's start and kept within its duration."""
     merged = dict(attributes)
     for other in others:
         theirs = canonical_attributes(other.attributes, other.duration_ns)
+        estimated = usage_estimated(theirs)
         for key in _FILLED_KEYS:
             if key not in merged and theirs.get(key):
                 merged[key] = theirs[key]
+                if estimated and key in _TOKEN_KEYS:
+                    merged[semconv.PROVENANCE_USAGE] = semconv.SOURCE_ESTIMATED
         if not any(key in merged for key in _PROVIDER_TIMING_KEYS) and any(
             key in theirs for key in _PROVIDER_TIMING_KEYS
         ):
