@@ -131,8 +131,9 @@ def configure(
 ) -> TracerProvider:
     """Export spans to LatencyLens in the background and return the provider doing it.
 
-    Attaches to ``tracer_provider`` if given, else to a global SDK provider the app already has;
-    only when there is none does it create one (with ``service.name``) and make it global.
+    Attaches to ``tracer_provider`` if given, else to a global SDK provider the app already has
+    (also behind Logfire's proxy); only when there is none does it create one (with
+    ``service.name``) and make it global.
     Calling it again for the same provider adds nothing. At shutdown, queued spans are flushed for
     at most ``shutdown_timeout_s`` seconds (default 2): a collector that is down cannot hold the
     app's exit.
@@ -150,6 +151,8 @@ def configure(
     provider = tracer_provider
     if provider is None:
         current = trace.get_tracer_provider()
+        # Logfire makes its own proxy global; the SDK provider it delegates to is the app's.
+        current = getattr(current, "provider", current)
         if isinstance(current, TracerProvider):
             provider = current
         else:

@@ -166,6 +166,36 @@ def test_configure_attaches_to_the_apps_global_provider_once(serve: Serve) -> No
     assert exported(receiver) == [("app-owned", ["retrieval idx"])]
 
 
+def test_configure_attaches_to_the_provider_behind_logfires_proxy(serve: Serve) -> None:
+    """``logfire.configure()`` makes its own proxy the global provider: our spans and Logfire's go
+    through the SDK provider behind it, so that is the one configure() exports from."""
+    pytest.importorskip("logfire")
+    receiver = serve(accept)
+    run(
+        f"""
+        import logfire, latencylens
+        from opentelemetry import trace
+
+        logfire.configure(
+            send_to_logfire=False, console=False, service_name="logfire-app", inspect_arguments=False
+        )
+        provider = latencylens.configure(endpoint={receiver.url!r})
+        assert provider is trace.get_tracer_provider().provider
+
+        @latencylens.retrieval(data_source="idx")
+        def search():
+            return []
+
+        with logfire.span("handle"):
+            search()
+        provider.force_flush()
+        """
+    )
+    [(service, names)] = exported(receiver)
+    assert service == "logfire-app"
+    assert sorted(names) == ["handle", "retrieval idx"]
+
+
 def test_configure_with_an_explicit_provider_adds_one_processor(serve: Serve) -> None:
     receiver = serve(accept)
     provider = TracerProvider(resource=Resource.create({"service.name": "explicit"}))
