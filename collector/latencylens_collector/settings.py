@@ -209,6 +209,31 @@ class Settings(BaseSettings):
         description="``true`` lets a collector without API keys listen beyond loopback (a private "
         "network guards it).",
     )
+    allowed_hosts: UrlList = Field(
+        (),
+        description="Comma-separated host names a collector without API keys also answers to, besides "
+        "localhost, 127.0.0.1, ::1 and ``host`` (a request naming another Host gets 421: DNS rebinding "
+        "cannot reach the API); ``*`` turns the check off.",
+    )
+    header_timeout_s: Integer = Field(
+        10, description="Seconds a client has to send a request's headers; then the connection is closed."
+    )
+    body_timeout_s: Integer = Field(
+        60, description="Seconds a client has to send a request's whole body; then it gets 408 and is closed."
+    )
+    keep_alive_timeout_s: Integer = Field(
+        5, description="Seconds an idle keep-alive connection stays open between requests."
+    )
+    max_connections: Integer = Field(
+        1000,
+        description="Open HTTP connections; one more is answered 503 and closed at once (also kept "
+        "below the process's open-file limit).",
+    )
+    metrics_top_series: Integer = Field(
+        50,
+        description="Per project, the (service, model) pairs with the most requests that get series of "
+        "their own in /metrics' latency histograms (the rest add up under ``other``); SLOs likewise.",
+    )
 
     def __init__(self, environ: Mapping[str, str] | None = None, **arguments: Any) -> None:
         given = {name: value for name, value in arguments.items() if value is not None and value != ""}

@@ -1,16 +1,101 @@
-"""Run the service in a background thread: used by the demo and by tests (a real uvicorn server)."""
+"""Serving the app with uvicorn: in the foreground (``latencylens serve``) or in a background thread
+(the demo, tests), with the same limits either way.
+
+Every connection gets deadlines (headers, body, idle keep-alive) and their number is capped below
+the process's open-file limit (:mod:`~latencylens_collector.api.connections`); repeated warnings
+are rate-limited (:mod:`~latencylens_collector.runtime.logs`).
+"""
 
 from __future__ import annotations
 
+import logging
+import resource
 import socket
 import threading
 import time
+from typing import Final
 
 import uvicorn
+from fastapi import FastAPI
 
 from latencylens_collector.api.app import create_app
+from latencylens_collector.api.connections import BodyDeadline, GuardedH11Protocol
+from latencylens_collector.runtime import logs
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import Store
+
+_log = logging.getLogger(__name__)
+
+FD_RESERVE: Final = 256
+"""Open files kept free of HTTP connections: ClickHouse, gRPC, the spool, logs, the metadata DB."""
+MAX_HEADER_BYTES: Final = 16 * 1024
+"""Largest request line plus headers (h11's limit on an incomplete event); larger gets 400."""
+LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def connection_limit(requested: int) -> int:
+    """``requested``, lowered to leave :data:`FD_RESERVE` of the process's open-file limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return max(1, requested)
+    return max(1, min(requested, soft - FD_RESERVE))
+
+
+def raise_open_file_limit(wanted: int) -> None:
+    """Raise the soft open-file limit towards ``wanted`` (at most the hard limit), as servers do."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError) as exc:
+            _log.warning("could not raise the open-file limit to %d: %s", target, exc)
+
+
+def uvicorn_config(app: FastAPI, settings: Settings, log_level: str = "info") -> uvicorn.Config:
+    """uvicorn's configuration for the app: h11 with a header deadline and a connection cap, the
+    body deadline around the app, the idle keep-alive timeout."""
+    limit = connection_limit(settings.max_connections)
+    if limit < settings.max_connections:
+        _log.warning(
+            "serving at most %d connections (%d asked; the open-file limit leaves no more)",
+            limit,
+            settings.max_connections,
+        )
+    return uvicorn.Config(
+        BodyDeadline(app, settings.body_timeout_s),
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        lifespan="on",
+        http=GuardedH11Protocol.configured(settings.header_timeout_s, limit),
+        timeout_keep_alive=settings.keep_alive_timeout_s,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+    )
+
+
+def limit_repeated_logs(root_handler: bool = False) -> tuple[logs.RepeatFilter, list[logging.Handler]]:
+    """Rate-limit repeated warnings on the root and uvicorn handlers. With ``root_handler`` the root
+    logger gets a stderr handler when it has none, so the collector's own warnings are formatted and
+    limited too (instead of going to logging's unfiltered last resort)."""
+    root = logging.getLogger()
+    if root_handler and not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        root.addHandler(handler)
+    repeat = logs.RepeatFilter()
+    return repeat, logs.install(repeat)
+
+
+def run_server(settings: Settings, log_level: str = "info") -> None:
+    """Serve in the foreground until interrupted (``latencylens serve``)."""
+    raise_open_file_limit(settings.max_connections + FD_RESERVE)
+    config = uvicorn_config(create_app(settings), settings, log_level)  # configures logging
+    repeat, handlers = limit_repeated_logs(root_handler=True)
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        logs.uninstall(repeat, handlers)
 
 
 class ServiceThread:
@@ -22,6 +107,7 @@ class ServiceThread:
         self._log_level = log_level
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._log_limit: tuple[logs.RepeatFilter, list[logging.Handler]] | None = None
         self.port = settings.port
 
     @property
@@ -42,7 +128,8 @@ class ServiceThread:
             raise RuntimeError(f"cannot listen on {self.settings.host}:{self.settings.port}: {exc}") from exc
         self.port = sock.getsockname()[1]
         app = create_app(self.settings, self.store)
-        config = uvicorn.Config(app, log_level=self._log_level, lifespan="on")
+        config = uvicorn_config(app, self.settings, self._log_level)
+        self._log_limit = limit_repeated_logs()
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, name="latencylens-collector", daemon=True
@@ -63,6 +150,9 @@ class ServiceThread:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout_s)
+        if self._log_limit is not None:
+            logs.uninstall(*self._log_limit)
+            self._log_limit = None
         self._server = self._thread = None
 
     def __enter__(self) -> ServiceThread:
