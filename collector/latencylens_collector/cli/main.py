@@ -20,6 +20,7 @@ from latencylens_collector.analysis.attribution import (
     QUEUE,
     SERVER_OTHER,
 )
+from latencylens_collector.cli.queries import DEFAULT_URL, headers
 from latencylens_collector.settings import (
     DEFAULT_DATABASE,
     DEFAULT_HOST,
@@ -28,7 +29,6 @@ from latencylens_collector.settings import (
     env_var,
 )
 
-DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 _MS = 1e6
 FULL_ID_WIDTH = 140
 MEDIUM_WIDTH = 110
@@ -184,8 +184,6 @@ def _slow(args: argparse.Namespace) -> int:
         "limit": args.limit,
         "cursor": args.cursor,
     }
-    from latencylens_collector.cli.queries import headers
-
     url = args.url.rstrip("/") + "/api/requests"
     try:
         query = {k: v for k, v in params.items() if v is not None}
@@ -287,7 +285,7 @@ def _demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    result = demo.main(args)
+    result = demo.main(args, render_slow_table)
     return int(result or 0)
 
 

@@ -17,7 +17,10 @@ from typing import Any
 
 from latencylens import API_KEY_ENV as ENV_API_KEY
 from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.settings import DEFAULT_HOST, DEFAULT_PORT
 
+DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+"""Where the commands find the collector unless ``--url`` says otherwise."""
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _MS = 1e6
@@ -25,8 +28,6 @@ _MS = 1e6
 
 def add_client_options(parser: argparse.ArgumentParser) -> None:
     """--url, --api-key and --json, shared by every command that asks a running collector."""
-    from latencylens_collector.cli.main import DEFAULT_URL
-
     parser.add_argument("--url", default=DEFAULT_URL, help=f"collector base URL (default {DEFAULT_URL})")
     parser.add_argument("--api-key", help=f"API key sent as 'Authorization: Bearer' (env {ENV_API_KEY})")
     parser.add_argument("--json", action="store_true", help="print the raw JSON response instead of a table")

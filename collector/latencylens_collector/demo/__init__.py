@@ -10,14 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 from rich.console import Console
 
 import latencylens
 from latencylens_collector.api.server import ServiceThread
-from latencylens_collector.cli.main import render_slow_table
 from latencylens_collector.demo.app import ChatApp
 from latencylens_collector.demo.provider_sim import ProviderSimulator, demo_policy
 from latencylens_collector.settings import Settings
@@ -31,7 +32,13 @@ QUESTIONS = (
 )
 
 
-def main(args: argparse.Namespace) -> int:
+RenderRequests = Callable[[Sequence[Mapping[str, Any]], Console], None]
+"""Prints request summaries (the query API's JSON) on a console: the command line's table."""
+
+
+def main(args: argparse.Namespace, render_requests: RenderRequests) -> int:
+    """Run the demo; ``render_requests`` shows its slowest requests (the command line passes its
+    table, so the demo needs nothing from the command line)."""
     console = Console()
     data_dir = Path(args.data_dir or ".latencylens/data").resolve()
     settings = Settings(clickhouse_dsn=f"chdb://{data_dir}", port=args.port)
@@ -61,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
     requests = _wait_for_requests(url, since=started_at - 1, expected=args.requests)
     console.print()
     console.print("[bold]Slowest requests of this run[/bold] (ms, critical path):")
-    render_slow_table(requests[:10], console)
+    render_requests(requests[:10], console)
     console.print()
     console.print("Where to look:")
     console.print(f"  {url}/                            the web UI: requests, waterfalls, overview, SLOs")
