@@ -7,6 +7,7 @@ import uuid
 
 from otlp_builders import chat_trace, export_request, recent_base_ns
 
+from latencylens_collector import queries
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.settings import Settings
@@ -23,8 +24,8 @@ def test_store_on_a_server(clickhouse_server_url: str) -> None:
         assert Ingestor(store).ingest(batch.spans) == 1
         trace_id = batch.spans[0].trace_id
         assert len(store.spans_of_traces([trace_id])) == 4
-        row = store.get_request(trace_id)
-        assert row is not None and row["span_count"] == 4
+        detail = queries.request_detail(store, "default", trace_id.hex())
+        assert detail is not None and detail.span_count == 4
     finally:
         store.command(f"DROP DATABASE IF EXISTS {database}")
         store.close()

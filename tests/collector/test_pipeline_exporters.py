@@ -25,6 +25,7 @@ from otlp_builders import (
 )
 from pipeline_helpers import grpc_target, metric
 
+from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
 from latencylens_collector.auth import KeyStore
 
@@ -35,7 +36,9 @@ def stored(collector, spans) -> int:
 
 
 def request_row(collector, spans) -> dict | None:
-    return collector.store.get_request(spans[0].context.trace_id.to_bytes(16, "big"))
+    trace_hex = spans[0].context.trace_id.to_bytes(16, "big").hex()
+    detail = queries.request_detail(collector.store, DEFAULT_PROJECT, trace_hex)
+    return None if detail is None else detail.model_dump()
 
 
 def test_http_protobuf_exporter(collector) -> None:

@@ -16,9 +16,11 @@ import pytest
 from queries_data import MS, S, request_row
 
 from latencylens_collector import queries
-from latencylens_collector.queries._common import NO_FILTERS, QUANTILES, Filters, window
+from latencylens_collector.queries._common import QUANTILES
 from latencylens_collector.queries._sources import plan
 from latencylens_collector.queries.responses import StatsResponse
+from latencylens_collector.queries.scope import NO_FILTERS, Filters
+from latencylens_collector.queries.times import window
 from latencylens_collector.storage import rollup
 from latencylens_collector.storage.store import Store
 

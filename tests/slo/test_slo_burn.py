@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from latencylens_collector.queries.times import parse_duration
 from latencylens_collector.slo.burn import (
     FAST_BURN,
     SLOW_BURN,
@@ -14,7 +15,6 @@ from latencylens_collector.slo.burn import (
     percentile_burn_rate,
     ratio_verdict,
 )
-from latencylens_collector.slo.definitions import parse_duration
 from latencylens_collector.slo.lifecycle import FIRING, PENDING, RESOLVED, advance
 
 MS = 1_000_000

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from latencylens_collector import __version__, ui
 from latencylens_collector.api.deps import RETRY_AFTER_SECONDS
+from latencylens_collector.api.errors import add_error_handlers
 from latencylens_collector.api.lifespan import start_intake, stop_intake
 from latencylens_collector.api.routes import compare as compare_routes
 from latencylens_collector.api.routes import health, otlp, requests
@@ -80,6 +81,7 @@ def create_app(
     app.include_router(metrics.router)
     app.include_router(ui.router)
     app.add_exception_handler(StorageError, _storage_error)
+    add_error_handlers(app)
     return app
 
 

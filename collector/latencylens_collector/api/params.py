@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Query
 
 from latencylens_collector import queries
 
-TIME_HELP = "ISO-8601 (naive means UTC) or unix seconds."
+
+def time_query(what: str) -> Any:
+    """A time parameter: ``what`` it bounds, then the forms every time parameter takes
+    (:func:`queries.parse_time`)."""
+    return Query(description=f"{what} {queries.TIME_HELP}")
 
 
 def request_filters(
@@ -23,6 +27,8 @@ def request_filters(
     return queries.Filters(service=service, route=route, model=model, provider=provider)
 
 
+SinceQuery = Annotated[str | None, time_query("Window start (default: 24 h before its end).")]
+UntilQuery = Annotated[str | None, time_query("Window end, exclusive (default: now).")]
 FiltersDep = Annotated[queries.Filters, Depends(request_filters)]
 GroupByQuery = Annotated[
     str | None,

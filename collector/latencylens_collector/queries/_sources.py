@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from latencylens_collector.queries._common import FILTER_COLUMNS, Filters, Window
+from latencylens_collector.queries._common import FILTER_COLUMNS
+from latencylens_collector.queries.scope import Filters, RequestScope
+from latencylens_collector.queries.times import Window
 from latencylens_collector.storage.rollup import (
     HOUR_S,
     MAX_KEPT_FIELDS,
@@ -34,20 +36,11 @@ MERGE_COST_PER_STATE_VALUE: Final = 4
 """How many request rows reading costs as much as merging one value of one rollup state
 (measured on the 1 M-request benchmark: ≈ 60 ns per merged value against ≈ 15 ns per row value)."""
 
-_BUILDS_SQL = """
-SELECT toUnixTimestamp(hour) AS hour_s, build, toUnixTimestamp64Micro(covers_until) AS covers_us,
-       requests, state_values[{kept:UInt8}] AS state_values
-FROM {db}.requests_rollup_builds FINAL
-WHERE project = {project:String}
-  AND hour >= toDateTime({h_lo:UInt32}, 'UTC') AND hour <= toDateTime({h_hi:UInt32}, 'UTC')
-"""
-_TOUCHED_SQL = """
-SELECT toUnixTimestamp(hour) AS hour_s, toUnixTimestamp64Micro(max(last_insert)) AS last_us
-FROM {db}.requests_touched
-WHERE project = {project:String}
-  AND hour >= toDateTime({h_lo:UInt32}, 'UTC') AND hour <= toDateTime({h_hi:UInt32}, 'UTC')
-GROUP BY hour
-"""
+_HOURS: Final = (
+    "project = {project:String}"
+    " AND hour >= toDateTime({h_lo:UInt32}, 'UTC') AND hour <= toDateTime({h_hi:UInt32}, 'UTC')"
+)
+"""The project's hours from ``h_lo`` to ``h_hi`` (unix seconds), in the rollup's tables."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +78,7 @@ def plan(
 ) -> Source:
     """Decide the sources of an aggregate over ``windows`` grouped by ``fields``."""
     merged = _merge([(w.since_ns, w.until_ns) for w in windows])
-    needed = set(fields) | {name for name in FILTER_COLUMNS if getattr(filters, name) not in (None, "")}
+    needed = set(fields) | filters.fields
     if (
         rollup == "never"
         or len(needed) > MAX_KEPT_FIELDS
@@ -97,13 +90,17 @@ def plan(
         return Source(raw_ranges=tuple(merged))
     kept = kept_mask(needed)
     params: dict[str, Any] = {"project": project, "h_lo": candidates[0], "h_hi": candidates[-1], "kept": kept}
-    builds = {
-        int(row["hour_s"]): row for row in store.query(_BUILDS_SQL.replace("{db}", store.database), params)
-    }
-    touched = {
-        int(row["hour_s"]): int(row["last_us"])
-        for row in store.query(_TOUCHED_SQL.replace("{db}", store.database), params)
-    }
+    builds_sql = (
+        "SELECT toUnixTimestamp(hour) AS hour_s, build, toUnixTimestamp64Micro(covers_until) AS covers_us,"
+        " requests, state_values[{kept:UInt8}] AS state_values"
+        f" FROM {store.table('requests_rollup_builds')} FINAL WHERE {_HOURS}"
+    )
+    touched_sql = (
+        "SELECT toUnixTimestamp(hour) AS hour_s, toUnixTimestamp64Micro(max(last_insert)) AS last_us"
+        f" FROM {store.table('requests_touched')} WHERE {_HOURS} GROUP BY hour"
+    )
+    builds = {int(row["hour_s"]): row for row in store.query(builds_sql, params)}
+    touched = {int(row["hour_s"]): int(row["last_us"]) for row in store.query(touched_sql, params)}
     fresh = [builds[h] for h in candidates if h in builds and touched.get(h, 0) < int(builds[h]["covers_us"])]
     requests = sum(int(row["requests"]) for row in fresh)
     state_values = sum(int(row["state_values"]) for row in fresh)
@@ -119,11 +116,7 @@ def plan(
     )
 
 
-_ROLLUP_WHERE: Final = (
-    "project = {project:String} AND kept = {kept:UInt8}"
-    " AND hour >= toDateTime({h_lo:UInt32}, 'UTC') AND hour <= toDateTime({h_hi:UInt32}, 'UTC')"
-    " AND build IN {builds:Array(UInt64)}"
-)
+_ROLLUP_WHERE: Final = f"{_HOURS} AND kept = {{kept:UInt8}} AND build IN {{builds:Array(UInt64)}}"
 
 
 def union_sql(
@@ -148,13 +141,6 @@ def union_sql(
     additive = sum_columns() if sums else []
     parts = []
     if source.raw_ranges:
-        ranges = []
-        for index, (lo, hi) in enumerate(source.raw_ranges):
-            ranges.append(
-                f"(start_time >= fromUnixTimestamp64Nano({{r{index}_lo:Int64}}, 'UTC')"
-                f" AND start_time < fromUnixTimestamp64Nano({{r{index}_hi:Int64}}, 'UTC'))"
-            )
-            params[f"r{index}_lo"], params[f"r{index}_hi"] = lo, hi
         select = [
             *keys,
             *(f"{e.raw_sql} AS {e.name}" for e in extras),
@@ -163,11 +149,10 @@ def union_sql(
             "count() AS requests",
             *(f"{expr} AS {name}" for name, expr in (*states, *additive)),
         ]
-        parts.append(
-            f"SELECT {', '.join(select)} FROM {store.database}.requests FINAL "
-            f"WHERE project = {{project:String}} AND ({' OR '.join(ranges)}){filter_sql} "
-            f"GROUP BY {', '.join([*names, 'has_ttft', 'has_itl'])}"
-        )
+        scope = RequestScope(project, [Window(lo, hi) for lo, hi in source.raw_ranges], filters)
+        rows_sql, rows_params = scope.collapsed(store, ", ".join(select))
+        params.update(rows_params)
+        parts.append(f"{rows_sql} GROUP BY {', '.join([*names, 'has_ttft', 'has_itl'])}")
     if source.rolled_up:
         assert source.kept is not None
         params.update(
@@ -181,10 +166,8 @@ def union_sql(
             "requests",
             *(name for name, _ in (*states, *additive)),
         ]
-        parts.append(
-            f"SELECT {', '.join(select)} FROM {store.database}.requests_rollup "
-            f"WHERE {_ROLLUP_WHERE}{filter_sql}"
-        )
+        rollup_table = store.table("requests_rollup")
+        parts.append(f"SELECT {', '.join(select)} FROM {rollup_table} WHERE {_ROLLUP_WHERE}{filter_sql}")
     return " UNION ALL ".join(parts), params
 
 

@@ -13,24 +13,16 @@ from datetime import datetime
 from typing import Final
 
 from latencylens_collector.analysis.explanation import format_ns
-from latencylens_collector.queries._common import (
-    MAX_GROUPS,
-    NO_FILTERS,
-    QUANTILES,
-    Filters,
-    QueryError,
-    Window,
-    finite_int,
-    group_key,
-    window,
-)
+from latencylens_collector.queries._common import MAX_GROUPS, QUANTILES, QueryError, finite_int, group_key
 from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
 from latencylens_collector.queries.responses import CompareGroup, CompareResponse, CompareSide, ComponentDelta
-from latencylens_collector.queries.stats import METRIC_COLUMNS, METRIC_COMPONENTS
+from latencylens_collector.queries.scope import METRIC_COLUMNS, NO_FILTERS, Filters
+from latencylens_collector.queries.stats import METRIC_COMPONENTS
+from latencylens_collector.queries.times import NS_PER_S, Window, window
 from latencylens_collector.storage.rollup import LEVELS
 from latencylens_collector.storage.store import Store
 
-DEFAULT_RANGE_NS: Final = 3600 * 1_000_000_000
+DEFAULT_RANGE_NS: Final = 3600 * NS_PER_S
 """Without bounds, range B is the last hour and range A the hour before it."""
 METRIC_LABELS: Final = {"e2e": "end-to-end", "ttft": "TTFT", "itl": "ITL"}
 

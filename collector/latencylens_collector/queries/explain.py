@@ -11,26 +11,22 @@ from latencylens_collector.analysis.conventions.trace import resolve_trace
 from latencylens_collector.analysis.explanation import explain
 from latencylens_collector.analysis.records import STATUS_NAMES, SpanRow
 from latencylens_collector.analysis.request_rows import attribute, span_hex
-from latencylens_collector.queries._common import REQUEST_FIELDS
 from latencylens_collector.queries.requests import summary_fields
 from latencylens_collector.queries.responses import Explanation, RequestDetail, SpanTree
+from latencylens_collector.queries.scope import REQUEST_FIELDS, RequestScope
 from latencylens_collector.storage.store import Store
 
 
 def request_detail(store: Store, project: str, trace_id_hex: str) -> RequestDetail | None:
     """The request's newest row and spans within ``project``; None when it is unknown there."""
-    sql = (
-        # Newest version by computed_at: no FINAL needed for a single trace.
-        f"SELECT {REQUEST_FIELDS} FROM {store.database}.requests "
-        "WHERE project = {project:String} AND trace_id = unhex({trace_id:String}) "
-        "ORDER BY computed_at DESC LIMIT 1"
-    )
-    rows = store.query(sql, {"project": project, "trace_id": trace_id_hex})
+    trace_id = bytes.fromhex(trace_id_hex)
+    sql, params = RequestScope(project, trace_ids=[trace_id]).latest(store, REQUEST_FIELDS)
+    rows = store.query(sql, params)
     if not rows:
         return None
     row = rows[0]
     fields = summary_fields(row)
-    spans = store.spans_of_traces([bytes.fromhex(trace_id_hex)], project=project)
+    spans = store.spans_of_traces([trace_id], project=project)
     found = explain(fields["parts"], fields["provenance"], int(row["e2e_ns"]), row["provider"], row["model"])
     return RequestDetail(
         **fields,

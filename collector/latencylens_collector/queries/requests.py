@@ -9,17 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from latencylens_collector.analysis.attribution import COMPONENTS
-from latencylens_collector.queries._common import (
-    MAX_LIMIT,
-    NO_FILTERS,
-    REQUEST_FIELDS,
-    WINDOW_SQL,
-    Filters,
-    QueryError,
-    from_ns,
-    window,
-)
+from latencylens_collector.queries._common import MAX_LIMIT, QueryError
 from latencylens_collector.queries.responses import RequestList, RequestSummary, TraceIdMatches
+from latencylens_collector.queries.scope import NO_FILTERS, REQUEST_FIELDS, Filters, RequestScope
+from latencylens_collector.queries.times import from_ns, window
 from latencylens_collector.storage.store import Store
 
 _CANDIDATE_GROWTH = 4
@@ -66,22 +59,17 @@ def list_requests(
     candidate set grows.
     """
     limit = max(1, min(limit, MAX_LIMIT))
-    span = window(now, since, until)
-    filter_sql, params = filters.sql()
-    params.update(span.params(), project=project)
-    conditions = WINDOW_SQL + filter_sql
+    scope = RequestScope(project, [window(now, since, until)], filters)
+    candidates_sql, params = scope.every_version(store, "trace_id")
     if min_duration_ms is not None:
-        conditions += " AND e2e_ns >= {min_e2e:Int64}"
+        candidates_sql += " AND e2e_ns >= {min_e2e:Int64}"
         params["min_e2e"] = round(min_duration_ms * 1e6)
     if cursor:
         params["c_e2e"], params["c_trace"] = decode_cursor(cursor)
-        conditions += (
+        candidates_sql += (
             " AND (e2e_ns < {c_e2e:Int64} OR (e2e_ns = {c_e2e:Int64} AND trace_id > unhex({c_trace:String})))"
         )
-    candidates_sql = (
-        f"SELECT trace_id, computed_at FROM {store.database}.requests WHERE {conditions} "
-        "ORDER BY e2e_ns DESC, trace_id LIMIT {k:UInt32}"
-    )
+    candidates_sql += " ORDER BY e2e_ns DESC, trace_id LIMIT {k:UInt32}"
     wanted = limit + 1
     k = 2 * wanted  # room for a few older versions without a second round
     while True:
@@ -104,12 +92,12 @@ def trace_ids_with_prefix(
 ) -> TraceIdMatches:
     """Stored trace ids starting with ``prefix`` (hex, any case), so a person can name a request by
     the start of its id, as git takes the start of a commit hash. Any stored time; sorted."""
+    where, params = RequestScope(project).where()
     sql = (
-        f"SELECT DISTINCT lower(hex(trace_id)) AS trace_hex FROM {store.database}.requests "
-        "WHERE project = {project:String} AND startsWith(lower(hex(trace_id)), {prefix:String}) "
-        "ORDER BY trace_hex LIMIT {k:UInt32}"
+        f"SELECT DISTINCT lower(hex(trace_id)) AS trace_hex FROM {store.table('requests')} WHERE {where} "
+        "AND startsWith(lower(hex(trace_id)), {prefix:String}) ORDER BY trace_hex LIMIT {k:UInt32}"
     )
-    rows = store.query(sql, {"project": project, "prefix": prefix.lower(), "k": limit + 1})
+    rows = store.query(sql, {**params, "prefix": prefix.lower(), "k": limit + 1})
     ids = [str(row["trace_hex"]) for row in rows]
     return TraceIdMatches(trace_ids=ids[:limit], truncated=len(ids) > limit)
 
@@ -121,19 +109,13 @@ def _newest_only(store: Store, project: str, candidates: list[dict[str, Any]]) -
     """
     if not candidates:
         return []
-    newest_sql = (
-        f"SELECT trace_id, max(computed_at) AS newest FROM {store.database}.requests "
-        "WHERE project = {project:String} AND trace_id IN {ids:Array(FixedString(16))} GROUP BY trace_id"
-    )
-    ids = sorted({bytes(row["trace_id"]) for row in candidates})
-    newest = {
-        bytes(row["trace_id"]): row["newest"]
-        for row in store.query(newest_sql, {"project": project, "ids": ids})
-    }
+    ids = {bytes(row["trace_id"]) for row in candidates}
+    sql, params = RequestScope(project, trace_ids=list(ids)).current_versions(store)
+    newest = {bytes(row["trace_id"]): row["version"] for row in store.query(sql, params)}
     kept: list[bytes] = []
     for candidate in candidates:
         trace = bytes(candidate["trace_id"])
-        if trace not in kept and newest.get(trace) == candidate["computed_at"]:
+        if trace not in kept and newest.get(trace) == candidate["version"]:
             kept.append(trace)
     return kept
 
@@ -142,12 +124,8 @@ def _full_rows(store: Store, project: str, trace_ids: list[bytes]) -> list[dict[
     """The newest full row of each trace, in the given order."""
     if not trace_ids:
         return []
-    sql = (
-        f"SELECT {REQUEST_FIELDS} FROM {store.database}.requests "
-        "WHERE project = {project:String} AND trace_id IN {ids:Array(FixedString(16))} "
-        "ORDER BY computed_at DESC LIMIT 1 BY trace_id"
-    )
-    rows = {row["trace_hex"]: row for row in store.query(sql, {"project": project, "ids": sorted(trace_ids)})}
+    sql, params = RequestScope(project, trace_ids=trace_ids).latest(store, REQUEST_FIELDS)
+    rows = {row["trace_hex"]: row for row in store.query(sql, params)}
     return [rows[trace.hex()] for trace in trace_ids if trace.hex() in rows]
 
 

@@ -24,25 +24,14 @@ from latencylens_collector.analysis.attribution import (
     QUEUE,
     SERVER_OTHER,
 )
-from latencylens_collector.queries._common import (
-    MAX_GROUPS,
-    NO_FILTERS,
-    QUANTILES,
-    Filters,
-    QueryError,
-    Window,
-    finite_int,
-    from_ns,
-    group_key,
-    window,
-)
+from latencylens_collector.queries._common import MAX_GROUPS, QUANTILES, QueryError, finite_int, group_key
 from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
 from latencylens_collector.queries.responses import ComponentStats, Quantiles, StatsGroup, StatsResponse
+from latencylens_collector.queries.scope import NO_FILTERS, Filters
+from latencylens_collector.queries.times import NS_PER_S, Window, from_ns, window
 from latencylens_collector.storage.rollup import LEVELS, METRICS
 from latencylens_collector.storage.store import Store
 
-METRIC_COLUMNS: Final = {"e2e": "e2e_ns", "ttft": "ttft_ns", "itl": "itl_ns"}
-"""Metric name → request column (integer ns; TTFT and ITL are null without a streamed call)."""
 METRIC_COMPONENTS: Final[dict[str, tuple[str, ...]]] = {
     "e2e": COMPONENTS,
     "ttft": (NETWORK, QUEUE, SERVER_OTHER, PREFILL, INFERENCE, MODEL_UNATTRIBUTED),
@@ -75,7 +64,7 @@ def stats(
         raise QueryError(f"unknown bucket {bucket!r}; allowed: {', '.join(BUCKETS)}")
     bucket_s = BUCKETS[bucket] if bucket else None
     if bucket_s is not None:
-        count = -(-(span.until_ns - span.since_ns) // (bucket_s * 1_000_000_000))
+        count = -(-(span.until_ns - span.since_ns) // (bucket_s * NS_PER_S))
         if count > MAX_GROUPS:
             raise QueryError(f"{count} buckets of {bucket}: at most {MAX_GROUPS}; use a coarser bucket")
     rows = aggregate_rows(store, project, span, filters, by, bucket_s, rollup=rollup)
@@ -149,7 +138,7 @@ def stats_group(row: Mapping[str, Any], by: Sequence[str]) -> StatsGroup:
     input_tokens = int(row["input_tokens"])
     return StatsGroup(
         key=group_key(row, by),
-        bucket_start=from_ns(int(row["bucket_s"]) * 1_000_000_000) if "bucket_s" in row else None,
+        bucket_start=from_ns(int(row["bucket_s"]) * NS_PER_S) if "bucket_s" in row else None,
         count=int(row["n"]),
         e2e_ns=quantiles(row["q_e2e"]),
         ttft_ns=quantiles(row["q_ttft"]),

@@ -11,7 +11,6 @@ from latencylens_collector.slo.definitions import (
     RatioObjective,
     SloDefinition,
     SloFilter,
-    parse_duration,
 )
 
-__all__ = ["PercentileObjective", "RatioObjective", "SloDefinition", "SloFilter", "parse_duration"]
+__all__ = ["PercentileObjective", "RatioObjective", "SloDefinition", "SloFilter"]

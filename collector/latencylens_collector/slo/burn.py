@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from latencylens_collector.slo.definitions import parse_duration
+from latencylens_collector.queries.times import parse_duration
 
 
 @dataclass(frozen=True)

@@ -2,40 +2,18 @@
 
 The same models validate the API body, the CLI's input and the YAML file, so the three cannot
 accept different things. Durations are integer ns on the wire; windows are written ``5m``, ``1h``,
-``30d``.
+``30d`` (:func:`~latencylens_collector.queries.times.parse_duration`).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-METRIC_COLUMNS: Final = {"ttft": "ttft_ns", "e2e": "e2e_ns", "itl": "itl_ns"}
-"""SLO metric → column of ``requests`` it is measured on (the only column names SQL ever sees)."""
-
-_UNIT_NS: Final = {
-    "ns": 1,
-    "us": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60 * 1_000_000_000,
-    "h": 3600 * 1_000_000_000,
-    "d": 86_400 * 1_000_000_000,
-    "w": 7 * 86_400 * 1_000_000_000,
-}
-_DURATION = re.compile(r"^\s*(\d+)\s*(ns|us|ms|s|m|h|d|w)\s*$")
-
-
-def parse_duration(text: str) -> int:
-    """``"5m"`` → 300_000_000_000 ns. Whole numbers and one unit only, so windows read unambiguously."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise ValueError(f"invalid duration {text!r}: use a whole number and one of {', '.join(_UNIT_NS)}")
-    return int(match.group(1)) * _UNIT_NS[match.group(2)]
+from latencylens_collector.queries.times import parse_duration
 
 
 def _duration_text(value: object) -> object:

@@ -1,41 +1,21 @@
-"""ClickHouse reads for SLOs over the ``requests`` table (FINAL, latest row per trace).
+"""ClickHouse reads for SLOs over each trace's current request row (:class:`RequestScope`).
 
-The SQL text is constant: the metric column comes from :data:`METRIC_COLUMNS`, component columns
-from :data:`attribution.COMPONENTS`, the database name is a validated identifier, and every value
-a person supplies (project, filter, times, thresholds) is a bound parameter. An empty filter
-parameter matches every row.
+The metric column comes from :data:`METRIC_COLUMNS`, component columns from
+:data:`attribution.COMPONENTS`, and every value a person supplies (project, filter, times,
+thresholds) is a bound parameter. An empty filter value matches every row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.queries.scope import METRIC_COLUMNS, Filters, RequestScope
+from latencylens_collector.queries.times import Window
 from latencylens_collector.slo.burn import Counts
-from latencylens_collector.slo.definitions import METRIC_COLUMNS
 from latencylens_collector.storage.store import Store
-
-FILTER_FIELDS: Final = {"service": "service", "route": "name", "model": "model", "provider": "provider"}
-"""SLO filter field → ``requests`` column."""
-
-_FILTERS = " ".join(
-    f"AND ({{f_{field}:String}} = '' OR {column} = {{f_{field}:String}})"
-    for field, column in FILTER_FIELDS.items()
-)
-
-
-def _scoped(db: str, columns: str) -> str:
-    """Latest row per trace of the SLO's requests started in [since, until)."""
-    return f"""
-        SELECT {columns} FROM {db}.requests FINAL
-        WHERE project = {{project:String}}
-          AND start_time >= fromUnixTimestamp64Nano({{since:Int64}}, 'UTC')
-          AND start_time < fromUnixTimestamp64Nano({{until:Int64}}, 'UTC')
-          {_FILTERS}
-        ORDER BY computed_at DESC LIMIT 1 BY trace_id
-    """
 
 
 @dataclass(frozen=True)
@@ -50,11 +30,10 @@ class Scope:
     def column(self) -> str:
         return METRIC_COLUMNS[self.metric]
 
-    def params(self, since_ns: int, until_ns: int) -> dict[str, Any]:
-        values: dict[str, Any] = {"project": self.project, "since": since_ns, "until": until_ns}
-        for field in FILTER_FIELDS:
-            values[f"f_{field}"] = self.filter.get(field) or ""
-        return values
+    def current(self, store: Store, columns: str, since_ns: int, until_ns: int) -> tuple[str, dict[str, Any]]:
+        """``SELECT columns, v`` (the metric) of the current row of each request in [since, until)."""
+        scope = RequestScope(self.project, [Window(since_ns, until_ns)], Filters.of(self.filter))
+        return scope.latest(store, f"{columns}, {self.column} AS v")
 
 
 @dataclass(frozen=True)
@@ -83,8 +62,7 @@ def window_stats(
     """
     names = list(windows)
     starts = [now_ns - windows[name] for name in names]
-    column = scope.column
-    inner = _scoped(store.database, f"toUnixTimestamp64Nano(start_time) AS start_ns, {column} AS v, trace_id")
+    inner, params = scope.current(store, "toUnixTimestamp64Nano(start_time) AS start_ns", min(starts), now_ns)
     sql = f"""
     SELECT
         sumForEach(arrayMap(s -> toUInt64(start_ns >= s), {{starts:Array(Int64)}})) AS totals,
@@ -95,7 +73,6 @@ def window_stats(
         countIf(start_ns >= {{value_since:Int64}}) AS value_total
     FROM ({inner}) WHERE v IS NOT NULL
     """
-    params = scope.params(min(starts), now_ns)
     params.update(
         starts=starts, threshold=threshold_ns, quantile=quantile, value_since=now_ns - windows[value_window]
     )
@@ -116,9 +93,9 @@ def component_means(store: Store, scope: Scope, since_ns: int, until_ns: int) ->
     """Mean critical-path ns per component of the SLO's requests in [since, until); None if none."""
     columns = ", ".join(f"{name}_ns" for name in COMPONENTS)
     means = ", ".join(f"avg({name}_ns) AS {name}" for name in COMPONENTS)
-    inner = _scoped(store.database, f"{columns}, {scope.column} AS v, trace_id")
+    inner, params = scope.current(store, columns, since_ns, until_ns)
     sql = f"SELECT count() AS n, {means} FROM ({inner}) WHERE v IS NOT NULL"
-    row = store.query(sql, scope.params(since_ns, until_ns))[0]
+    row = store.query(sql, params)[0]
     if not row["n"]:
         return None
     return {name: float(row[name]) for name in COMPONENTS}
@@ -128,12 +105,11 @@ def worst_requests(
     store: Store, scope: Scope, since_ns: int, until_ns: int, limit: int = 5
 ) -> list[tuple[str, int]]:
     """(trace id hex, metric ns) of the slowest requests in [since, until), slowest first."""
-    inner = _scoped(store.database, f"trace_id, {scope.column} AS v")
+    inner, params = scope.current(store, "trace_id", since_ns, until_ns)
     sql = f"""
     SELECT lower(hex(trace_id)) AS trace_hex, v FROM ({inner})
     WHERE v IS NOT NULL ORDER BY v DESC, trace_hex LIMIT {{limit:UInt32}}
     """
-    params = scope.params(since_ns, until_ns)
     params["limit"] = limit
     return [(row["trace_hex"], int(row["v"])) for row in store.query(sql, params)]
 
@@ -155,10 +131,7 @@ class HistogramRow:
 
 def histograms(store: Store, bounds_ns: Sequence[int]) -> list[HistogramRow]:
     """TTFT and end-to-end histograms of every stored request, per project, service and model."""
-    inner = f"""
-        SELECT project, service, model, ttft_ns, e2e_ns, trace_id FROM {store.database}.requests FINAL
-        ORDER BY computed_at DESC LIMIT 1 BY project, trace_id
-    """
+    inner, params = RequestScope(project=None).latest(store, "project, service, model, ttft_ns, e2e_ns")
     sql = f"""
     SELECT project, service, model,
         sumForEachIf(arrayMap(b -> toUInt64(ifNull(ttft_ns, 0) <= b), {{bounds:Array(Int64)}}),
@@ -172,7 +145,7 @@ def histograms(store: Store, bounds_ns: Sequence[int]) -> list[HistogramRow]:
     GROUP BY project, service, model
     ORDER BY project, service, model
     """
-    rows = store.query(sql, {"bounds": list(bounds_ns)})
+    rows = store.query(sql, {**params, "bounds": list(bounds_ns)})
     n = len(bounds_ns)
     return [
         HistogramRow(

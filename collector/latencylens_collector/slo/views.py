@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from latencylens_collector.queries.times import from_ns
 from latencylens_collector.slo.definitions import SloDefinition
 from latencylens_collector.slo.records import AlertRecord, SilenceRecord, SloRecord, SloStatusRecord
 from latencylens_collector.slo.repository import SloRepository
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MAX_ALERTS = 1000
-MAX_NS = 2**63 - 1
-"""Times are stored as signed 64-bit ns: the latest is in April 2262."""
 
 
 class SloView(BaseModel):
@@ -87,17 +85,6 @@ class SilenceView(BaseModel):
 
 class SilenceList(BaseModel):
     silences: list[SilenceView]
-
-
-def to_ns(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    delta = moment - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
-
-
-def from_ns(ns: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=ns // 1000)
 
 
 def _maybe(ns: int | None) -> datetime | None:

@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import logging
 import operator
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -37,6 +38,7 @@ _log = logging.getLogger(__name__)
 
 # chdb runs one engine per process and is not thread-safe: every client call goes through this.
 _CHDB_LOCK = threading.RLock()
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class StorageError(Exception):
@@ -51,7 +53,7 @@ _SPAN_SELECT = """
 SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, status_message,
        attributes, resource_attributes, {events}
-FROM {db}.spans FINAL
+FROM {spans} FINAL
 WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
 ORDER BY start_ns, span_id
 """
@@ -59,7 +61,7 @@ ORDER BY start_ns, span_id
 _SPAN_SELECT_FOR_REQUESTS = """
 SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, attributes
-FROM {db}.spans FINAL
+FROM {spans} FINAL
 WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
 ORDER BY start_ns, span_id
 """
@@ -75,20 +77,11 @@ _EVENTS_SELECT = (
 
 _SPAN_COUNTS = """
 SELECT trace_id, count() AS stored
-FROM {db}.spans
+FROM {spans}
 WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
 GROUP BY trace_id
 """
 """Rows stored per trace *before* deduplication (no FINAL): reads only the key columns."""
-
-_REQUEST_FIELDS = ", ".join(
-    [
-        "lower(hex(trace_id)) AS trace_hex",
-        "toUnixTimestamp64Nano(start_time) AS start_ns",
-        *(c for c in REQUEST_COLUMNS if c not in ("trace_id", "start_time", "project", "computed_at")),
-        "computed_at",
-    ]
-)
 
 
 def spans_arrow(rows: Sequence[SpanRow]) -> pa.Table:
@@ -237,6 +230,13 @@ class Store:
         except (ClickHouseError, OSError) as exc:
             raise StorageError(f"ClickHouse failed while {what}: {exc}") from exc
 
+    def table(self, name: str) -> str:
+        """``database.name`` for a statement: the one way the database name enters SQL (it is a
+        validated identifier, see :class:`Settings`; table names come from code, never a request)."""
+        if not _TABLE_NAME.match(name):
+            raise ValueError(f"not a table name: {name!r}")
+        return f"{self.database}.{name}"
+
     # --- generic statements (used by migrations) ------------------------------------------------
     def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> None:
         with self._guard("running a command") as client:
@@ -259,9 +259,7 @@ class Store:
             return
         settings = {"insert_deduplication_token": dedup_token} if dedup_token else None
         with self._guard(f"inserting into {table}") as client:
-            client.insert(
-                f"{self.database}.{table}", rows, column_names=list(column_names), settings=settings
-            )
+            client.insert(self.table(table), rows, column_names=list(column_names), settings=settings)
 
     def ping(self) -> None:
         """Raise :class:`StorageError` unless ClickHouse answers a trivial query."""
@@ -298,7 +296,7 @@ class Store:
         settings = {"insert_deduplication_token": dedup_token} if dedup_token else None
         table = spans_arrow(rows)
         with self._guard("inserting into spans") as client:
-            client.insert_arrow(f"{self.database}.spans", table, settings=settings)
+            client.insert_arrow(self.table("spans"), table, settings=settings)
 
     def spans_of_traces(
         self, trace_ids: Iterable[bytes], project: str = DEFAULT_PROJECT, for_requests: bool = False
@@ -311,7 +309,7 @@ class Store:
         if not ids:
             return []
         select = _SPAN_SELECT_FOR_REQUESTS if for_requests else _SPAN_SELECT
-        sql = select.format(db=self.database, events=_EVENTS_SELECT)
+        sql = select.format(spans=self.table("spans"), events=_EVENTS_SELECT)
         rows = self.query(sql, {"project": project, "trace_ids": ids})
         return [SpanRow(**row) for row in rows]
 
@@ -325,7 +323,9 @@ class Store:
         ids = sorted(set(trace_ids))
         if not ids:
             return {}
-        rows = self.query(_SPAN_COUNTS.format(db=self.database), {"project": project, "trace_ids": ids})
+        rows = self.query(
+            _SPAN_COUNTS.format(spans=self.table("spans")), {"project": project, "trace_ids": ids}
+        )
         return {row["trace_id"]: int(row["stored"]) for row in rows}
 
     # --- requests -----------------------------------------------------------------------------------
@@ -336,59 +336,7 @@ class Store:
             return
         table = requests_arrow(rows)
         with self._guard("inserting into requests") as client:
-            client.insert_arrow(f"{self.database}.requests", table)
-
-    def list_requests(
-        self,
-        *,
-        since_ns: int,
-        until_ns: int,
-        service: str | None = None,
-        model: str | None = None,
-        min_e2e_ns: int | None = None,
-        limit: int = 50,
-        project: str = DEFAULT_PROJECT,
-    ) -> list[dict[str, Any]]:
-        """Requests started in [since, until), slowest first. Every filter is a bound parameter."""
-        outer = ["1"]
-        params: dict[str, Any] = {
-            "project": project,
-            "since": since_ns,
-            "until": until_ns,
-            "limit": limit,
-        }
-        if service:
-            outer.append("service = {service:String}")
-            params["service"] = service
-        if model:
-            outer.append("model = {model:String}")
-            params["model"] = model
-        if min_e2e_ns is not None:
-            outer.append("e2e_ns >= {min_e2e:Int64}")
-            params["min_e2e"] = min_e2e_ns
-        sql = f"""
-        SELECT * FROM (
-            SELECT {_REQUEST_FIELDS} FROM {self.database}.requests FINAL
-            WHERE project = {{project:String}}
-              AND start_time >= fromUnixTimestamp64Nano({{since:Int64}}, 'UTC')
-              AND start_time < fromUnixTimestamp64Nano({{until:Int64}}, 'UTC')
-            ORDER BY computed_at DESC LIMIT 1 BY trace_hex
-        )
-        WHERE {" AND ".join(outer)}
-        ORDER BY e2e_ns DESC, trace_hex
-        LIMIT {{limit:UInt32}}
-        """
-        return self.query(sql, params)
-
-    def get_request(self, trace_id: bytes, project: str = DEFAULT_PROJECT) -> dict[str, Any] | None:
-        """The latest request row of one trace, or None."""
-        sql = f"""
-        SELECT {_REQUEST_FIELDS} FROM {self.database}.requests FINAL
-        WHERE project = {{project:String}} AND trace_id = unhex({{trace_id:String}})
-        ORDER BY computed_at DESC LIMIT 1
-        """
-        rows = self.query(sql, {"project": project, "trace_id": trace_id.hex()})
-        return rows[0] if rows else None
+            client.insert_arrow(self.table("requests"), table)
 
     def close(self) -> None:
         if self._client is not None and not is_chdb(self.settings.clickhouse_dsn):

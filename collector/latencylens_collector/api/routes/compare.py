@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
-from latencylens_collector.api.params import TIME_HELP, FiltersDep, GroupByQuery
+from latencylens_collector.api.params import FiltersDep, GroupByQuery, time_query
 from latencylens_collector.queries.responses import CompareResponse
 
 _COMPONENTS_HELP = "; ".join(
@@ -29,27 +29,24 @@ def get_compare(
     project: ProjectDep,
     now: NowDep,
     filters: FiltersDep,
-    a_since: Annotated[str | None, Query(description=f"Range A start. {TIME_HELP}")] = None,
-    a_until: Annotated[str | None, Query(description="Range A end (default: B's start).")] = None,
-    b_since: Annotated[str | None, Query(description=f"Range B start. {TIME_HELP}")] = None,
-    b_until: Annotated[str | None, Query(description="Range B end (default: now).")] = None,
+    a_since: Annotated[str | None, time_query("Range A start (default: B's length before A's end).")] = None,
+    a_until: Annotated[str | None, time_query("Range A end (default: B's start).")] = None,
+    b_since: Annotated[str | None, time_query("Range B start (default: an hour before B's end).")] = None,
+    b_until: Annotated[str | None, time_query("Range B end (default: now).")] = None,
     by: GroupByQuery = None,
-    metric: Annotated[str, Query(description="ttft, e2e or itl.")] = "ttft",
+    metric: Annotated[str, Query(description=f"{', '.join(queries.METRIC_COLUMNS)}.")] = "ttft",
     quantile: Annotated[str, Query(description="p50, p90, p95 or p99.")] = "p95",
 ) -> CompareResponse:
-    try:
-        return queries.compare(
-            store,
-            project,
-            now=now,
-            a_since=a_since,
-            a_until=a_until,
-            b_since=b_since,
-            b_until=b_until,
-            filters=filters,
-            by=queries.parse_group_by(by),
-            metric=metric,
-            quantile=quantile,
-        )
-    except queries.QueryError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    return queries.compare(
+        store,
+        project,
+        now=now,
+        a_since=a_since,
+        a_until=a_until,
+        b_since=b_since,
+        b_until=b_until,
+        filters=filters,
+        by=queries.parse_group_by(by),
+        metric=metric,
+        quantile=quantile,
+    )

@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
-from latencylens_collector.api.params import TIME_HELP, FiltersDep
+from latencylens_collector.api.params import FiltersDep, SinceQuery, UntilQuery
 from latencylens_collector.queries.requests import (
     MAX_PREFIX_MATCHES,
     TRACE_ID_PREFIX_PATTERN,
@@ -31,28 +31,25 @@ def list_requests(
     project: ProjectDep,
     now: NowDep,
     filters: FiltersDep,
-    since: Annotated[str | None, Query(description=f"Window start. {TIME_HELP}")] = None,
-    until: Annotated[str | None, Query(description=f"Window end (exclusive). {TIME_HELP}")] = None,
+    since: SinceQuery = None,
+    until: UntilQuery = None,
     min_duration_ms: Annotated[
         float | None, Query(ge=0, description="Only requests at least this long (ms).")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=queries.MAX_LIMIT, description="At most this many rows.")] = 50,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page.")] = None,
 ) -> RequestList:
-    try:
-        return queries.list_requests(
-            store,
-            project,
-            now=now,
-            since=since,
-            until=until,
-            filters=filters,
-            min_duration_ms=min_duration_ms,
-            limit=limit,
-            cursor=cursor,
-        )
-    except queries.QueryError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    return queries.list_requests(
+        store,
+        project,
+        now=now,
+        since=since,
+        until=until,
+        filters=filters,
+        min_duration_ms=min_duration_ms,
+        limit=limit,
+        cursor=cursor,
+    )
 
 
 @router.get(

@@ -9,11 +9,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 
-from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, ProjectDep
+from latencylens_collector.api.deps import ProjectDep
+from latencylens_collector.queries.times import MAX_NS, to_ns
 from latencylens_collector.slo import views
 from latencylens_collector.slo.definitions import SloDefinition
 from latencylens_collector.slo.repository import SloExists
 from latencylens_collector.slo.service import SloService, SloUnavailable
+from latencylens_collector.storage.store import RETRY_AFTER_SECONDS
 
 router = APIRouter(tags=["slos"])
 
@@ -107,8 +109,8 @@ def create_silence(
     body: views.SilenceCreate, service: SloServiceDep, project: ProjectDep
 ) -> views.SilenceView:
     now_ns = service.clock()
-    until_ns = views.to_ns(body.until)
-    if not now_ns < until_ns <= views.MAX_NS:
+    until_ns = to_ns(body.until)
+    if not now_ns < until_ns <= MAX_NS:
         raise HTTPException(status_code=422, detail="until must be in the future, before 2262")
     record = service.repository.add_silence(project, body.slo_id, until_ns, body.reason, now_ns)
     if record is None:

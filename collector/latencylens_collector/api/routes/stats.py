@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
-from latencylens_collector.api.params import TIME_HELP, FiltersDep, GroupByQuery
+from latencylens_collector.api.params import FiltersDep, GroupByQuery, SinceQuery, UntilQuery
 from latencylens_collector.queries.responses import StatsResponse
 
 router = APIRouter(prefix="/api/stats", tags=["stats"])
@@ -27,21 +27,18 @@ def get_stats(
     project: ProjectDep,
     now: NowDep,
     filters: FiltersDep,
-    since: Annotated[str | None, Query(description=f"Window start. {TIME_HELP}")] = None,
-    until: Annotated[str | None, Query(description=f"Window end (exclusive). {TIME_HELP}")] = None,
+    since: SinceQuery = None,
+    until: UntilQuery = None,
     by: GroupByQuery = None,
     bucket: Annotated[str | None, Query(description=f"Time bucket: {', '.join(queries.BUCKETS)}.")] = None,
 ) -> StatsResponse:
-    try:
-        return queries.stats(
-            store,
-            project,
-            now=now,
-            since=since,
-            until=until,
-            filters=filters,
-            by=queries.parse_group_by(by),
-            bucket=bucket,
-        )
-    except queries.QueryError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    return queries.stats(
+        store,
+        project,
+        now=now,
+        since=since,
+        until=until,
+        filters=filters,
+        by=queries.parse_group_by(by),
+        bucket=bucket,
+    )
