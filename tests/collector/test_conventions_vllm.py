@@ -107,6 +107,7 @@ def test_server_only_trace_is_one_model_call(collector) -> None:
     assert request["model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert (request["input_tokens"], request["output_tokens"]) == (42, 128)
     assert request["ttft_ns"] == 91_100 * US
+    assert request["provenance"]["ttft"] == "reported"  # the server's, not a client measurement
     assert request["itl_ns"] == 1_243_100 * US // 127
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from latencylens import semconv
 from latencylens.streamstats import inter_token_latency_ns
@@ -84,6 +84,10 @@ def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str
         row[f"busy_{name}_ns"] = breakdown.busy[name]
     row.update(token_totals([model for model, _ in models]))
     row.update(stream_metrics(primary_row, primary[1].timing if primary else None))
+    if primary_row is not None and row["ttft_ns"] is not None:
+        # Where the TTFT came from: measured by a client, or reported by a server (vLLM's span).
+        source = primary_row.attributes.get(semconv.PROVENANCE_TTFT, semconv.SOURCE_MEASURED)
+        row["provenance"][TTFT_PROVENANCE] = source
     return row
 
 
@@ -107,6 +111,10 @@ def token_totals(models: Sequence[SpanRow]) -> dict[str, Any]:
         totals[column] = sum(known) if len(known) == len(counts) else None
     totals["tokens_estimated"] = int(any(usage_estimated(row.attributes) for row in models))
     return totals
+
+
+TTFT_PROVENANCE: Final = "ttft"
+"""Key of a row's ``provenance`` map saying where its ``ttft_ns`` came from (beside the components)."""
 
 
 def stream_metrics(primary: SpanRow | None, timing: ModelTiming | None = None) -> dict[str, Any]:

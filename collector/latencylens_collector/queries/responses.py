@@ -27,7 +27,10 @@ class RequestSummary(BaseModel):
         "decode where the provider does not split them; server_other its server time outside queue and "
         "inference."
     )
-    provenance: dict[str, str] = Field(description="Per component: reported, measured or derived.")
+    provenance: dict[str, str] = Field(
+        description="Per component: reported, measured or derived; under ttft, where ttft_ns came from "
+        "(measured by a client, or reported by a server such as vLLM)."
+    )
     inconsistent: bool = Field(
         description="A provider's timing did not add up: more server time than was measured (parts clipped), "
         "or a total below its own parts (their sum used)."
