@@ -18,6 +18,12 @@ function prov(source) {
   return h("span", { class: `prov ${source}`, title: PROVENANCE_HELP[source] || source, text: source });
 }
 
+// Marks the collector gives a span when it reads the trace (latencylens.semconv): a span of a call
+// another span counts, and a model span around several calls (application work around them).
+const SAME_CALL_AS = "latencylens.same_call_as";
+const WRAPS_MODEL_CALLS = "latencylens.wraps_model_calls";
+const TTFT_PROVENANCE = "latencylens.provenance.ttft";
+
 function flatten(spans, depth = 0, out = []) {
   for (const span of spans) {
     out.push({ span, depth });
@@ -38,8 +44,13 @@ function fact(label, value, source, id) {
   return h("div", { class: "fact", "data-fact": id }, h("div", { class: "label" }, label, " ", prov(source)), h("div", { class: "value", text: value }));
 }
 
+// A span the request counts as a model call (not one merged into another, nor a wrapper).
+function countedModel(span) {
+  return span.kind === "model" && !span.attributes[SAME_CALL_AS] && !span.attributes[WRAPS_MODEL_CALLS];
+}
+
 function primaryModelSpan(rows) {
-  const models = rows.map((r) => r.span).filter((s) => s.kind === "model");
+  const models = rows.map((r) => r.span).filter(countedModel);
   return models.sort((a, b) => (b.critical_ns - a.critical_ns) || (b.duration_ns - a.duration_ns))[0] || null;
 }
 
@@ -81,8 +92,24 @@ function waterfallKey(segments) {
     h("span", { class: `chip c-${name}` }), `${LABELS[name]} — ${DESCRIPTIONS[name]}`)));
 }
 
+// How a span's call was counted, as a short note beside its name (null for most spans).
+function callNote(span, names) {
+  const owner = span.attributes[SAME_CALL_AS];
+  if (owner) {
+    return h("span", { class: "note", "data-note": "same-call", title: "Another span describes the same model call and counts it; this one owns no time." },
+      "same call as ", names.get(owner) || owner);
+  }
+  const wrapped = span.attributes[WRAPS_MODEL_CALLS];
+  if (wrapped) {
+    return h("span", { class: "note", "data-note": "wrapper", title: "A model span around several model calls: its own time is application work, each call inside counts on its own." },
+      `around ${wrapped} model calls`);
+  }
+  return null;
+}
+
 function waterfall(detail) {
   const rows = flatten(detail.spans);
+  const names = new Map(rows.map((r) => [r.span.span_id, r.span.name]));
   const t0 = Math.min(...rows.map((r) => r.span.start_ns));
   const end = Math.max(...rows.map((r) => r.span.start_ns + r.span.duration_ns));
   const total = Math.max(end - t0, 1);
@@ -92,17 +119,20 @@ function waterfall(detail) {
     h("div", { class: "wf-dur", text: "duration" }));
   const body = [];
   for (const { span, depth } of rows) {
-    const component = spanComponent(span.kind);
+    const sameCall = Boolean(span.attributes[SAME_CALL_AS]);
+    const component = span.attributes[WRAPS_MODEL_CALLS] ? "app_other" : spanComponent(span.kind);
     const bar = h("div", {
-      class: `wf-bar${span.critical_ns > 0 ? " critical" : ""}`,
-      "data-component": component,
+      class: `wf-bar${span.critical_ns > 0 ? " critical" : ""}${sameCall ? " same-call" : ""}`,
+      "data-component": sameCall ? "same_call" : component,
       style: { left: `${((span.start_ns - t0) / total) * 100}%`, width: `${(span.duration_ns / total) * 100}%` },
       title: `${span.name}: ${dur(span.duration_ns)}, own time ${dur(span.self_ns)}, on the critical path ${dur(span.critical_ns)}`,
     });
     // Label segments directly where they are wide enough (as a share of the whole track).
     const width = span.duration_ns / total;
     const label = (name, share) => (share * width >= 0.09 ? LABELS[name] : "");
-    if (component === "model" && segments) {
+    if (sameCall) {
+      bar.append(h("span", { class: "c-same_call", style: { width: "100%" }, text: width >= 0.09 ? "same call" : "" }));
+    } else if (component === "model" && segments) {
       for (const [name, share] of segments) bar.append(h("span", { class: `c-${name}`, "data-component": name, title: `${LABELS[name]} ${pct(share)} of the call`, style: { width: `${share * 100}%` }, text: label(name, share) }));
     } else {
       bar.append(h("span", { class: `c-${component}`, style: { width: "100%" }, text: component === "model" ? (width >= 0.09 ? "model call" : "") : label(component, 1) }));
@@ -116,7 +146,7 @@ function waterfall(detail) {
     const row = h("div", { class: "wf-row", "data-span-id": span.span_id, "data-kind": span.kind, role: "button", tabindex: "0",
       onclick: () => { attrs.hidden = !attrs.hidden; }, onkeydown: (e) => { if (e.key === "Enter") attrs.hidden = !attrs.hidden; } },
     h("div", { class: "wf-name", style: { paddingLeft: `${8 + depth * 16}px` }, title: span.name },
-      span.name, h("span", { class: "kind", text: span.kind }), span.status === "error" ? h("span", { class: "badge error", text: "error" }) : null),
+      span.name, h("span", { class: "kind", text: span.kind }), callNote(span, names), span.status === "error" ? h("span", { class: "badge error", text: "error" }) : null),
     h("div", { class: "wf-track" }, bar),
     h("div", { class: "wf-dur", text: dur(span.duration_ns) }));
     body.push(row, attrs);
@@ -150,7 +180,7 @@ export async function render(root, traceId) {
       detail.inconsistent ? h("p", { class: "notice", text: "A provider's timing for a call did not add up: more server time than the client measured (its parts were clipped to fit), or a total smaller than its own parts (their sum was used)." }) : null),
     h("div", { class: "facts", id: "facts" },
       fact("End-to-end", dur(detail.e2e_ns), "measured", "e2e"),
-      fact("Time to first token", dur(detail.ttft_ns), detail.ttft_ns === null ? null : attrs["latencylens.provenance.ttft"] || "measured", "ttft"),
+      fact("Time to first token", dur(detail.ttft_ns), detail.ttft_ns === null ? null : detail.provenance.ttft || attrs[TTFT_PROVENANCE] || "measured", "ttft"),
       fact("Inter-token latency", dur(detail.itl_ns), detail.itl_ns === null ? null : attrs["latencylens.provenance.itl"] || "derived", "itl"),
       fact("Decode rate", detail.decode_tokens_per_second === null ? "—" : `${num(detail.decode_tokens_per_second)} tok/s`, detail.decode_tokens_per_second === null ? null : "derived", "tps"),
       tokenFact("Input tokens", detail.input_tokens, "input_tokens"),
@@ -160,7 +190,7 @@ export async function render(root, traceId) {
     h("h2", { text: "Where the time went" }),
     breakdownTable(detail),
     h("h2", { text: "Spans" }),
-    h("p", { class: "muted", text: "Bars on the request's time axis, coloured by component; outlined bars are on the critical path. Model calls are split into their parts (network, queue, prefill and decode, or the inference of a provider that does not split them) in proportion" + (detail.model_calls === 1 ? "." : " only when the request made one call.") + " Click a span for its attributes." }),
+    h("p", { class: "muted", id: "spans-help", text: "Bars on the request's time axis, coloured by component; outlined bars are on the critical path. Model calls are split into their parts (network, queue, prefill and decode, or the inference of a provider that does not split them) in proportion" + (detail.model_calls === 1 ? "." : " only when the request made one call.") + " Click a span for its attributes." + (rows.some(({ span }) => span.attributes[SAME_CALL_AS]) ? " Grey hatched bars are spans of a model call another span counts: they own no time." : "") }),
     waterfallKey(modelSegments(detail)),
     waterfall(detail));
   root.dataset.state = "ready";
