@@ -16,8 +16,9 @@ from opentelemetry import context as otel_context
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from latencylens_collector import __version__, ui
-from latencylens_collector.api.deps import RETRY_AFTER_SECONDS
+from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, app_key_store
 from latencylens_collector.api.errors import add_error_handlers
+from latencylens_collector.api.hosts import HostAllowList
 from latencylens_collector.api.lifespan import start_intake, stop_intake
 from latencylens_collector.api.routes import compare as compare_routes
 from latencylens_collector.api.routes import health, otlp, requests
@@ -67,6 +68,7 @@ def create_app(
         **_no_self_telemetry(),
     )
     app.add_middleware(SuppressInstrumentation)
+    app.add_middleware(HostAllowList, settings=settings, keys_enabled=lambda: app_key_store(app).enabled())
     app.state.settings = settings
     app.state.store = the_store
     app.state.clock = clock
@@ -114,8 +116,9 @@ class SuppressInstrumentation:
 async def _storage_error(request: Request, exc: Exception) -> JSONResponse:
     unavailable = isinstance(exc, StorageUnavailable)
     _log.warning("storage error on %s: %s", request.url.path, exc)
+    # The answer names no address nor ClickHouse text (they may hold credentials or data): the log does.
     return JSONResponse(
         status_code=503,
-        content={"detail": f"storage {'unavailable' if unavailable else 'error'}: {exc}"},
+        content={"detail": f"storage {'unavailable' if unavailable else 'error'}; retry later"},
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )

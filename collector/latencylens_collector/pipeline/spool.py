@@ -104,8 +104,9 @@ class Spool:
         self._lock_file: IO[bytes] | None = None
         self._sequence = 0
         self._counts = _Counts()
-        self._out_of_space = False
-        """The last write found the disk full; cleared once a write succeeds or space is freed."""
+        self._full = False
+        """The last batch did not fit (the byte budget or the disk); cleared once a write succeeds or
+        space is freed."""
         self._refreshed_at = 0.0
         self._mutex = threading.Lock()
 
@@ -157,9 +158,9 @@ class Spool:
 
     @property
     def is_full(self) -> bool:
-        """At the byte budget, or the last write found the disk full (until space is freed)."""
+        """At the byte budget, or the last batch did not fit (until a write succeeds or space is freed)."""
         over = self.max_bytes is not None and self._counts.bytes >= self.max_bytes
-        return over or self._out_of_space
+        return over or self._full
 
     # --- accounting -----------------------------------------------------------------------------
     def refresh(self) -> SpoolCounts:
@@ -168,7 +169,7 @@ class Spool:
         counts = count_files(self.directory)
         with self._mutex:
             if counts.bytes < self._counts.bytes:
-                self._out_of_space = False  # space was freed
+                self._full = False  # space was freed
             self._counts = _Counts.of(counts)
             self._refreshed_at = time.monotonic()
             self._publish()
@@ -201,6 +202,7 @@ class Spool:
             sequence = time.time_ns() * 1000 + self._sequence % 1000
         payload = _document(batch_id, spans)
         if self.max_bytes is not None and self._counts.bytes + len(payload) > self.max_bytes:
+            self._full = True
             raise SpoolFull(
                 errno.ENOSPC,
                 f"spool full: {self._counts.bytes} of {self.max_bytes} bytes used, batch of {len(payload)}",
@@ -230,7 +232,7 @@ class Spool:
             self._counts.pending_batches -= 1
             self._counts.pending_spans -= span_count(path)
             self._counts.bytes -= size
-            self._out_of_space = False
+            self._full = False
             self._publish()
 
     def keep_refused(self, batch: SpooledBatch, refused: Sequence[tuple[SpanRow, Refusal]]) -> Path:
@@ -292,10 +294,10 @@ class Spool:
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             if exc.errno in _SPACE_ERRORS:
-                self._out_of_space = True  # until a write succeeds or a file is removed
+                self._full = True
                 raise SpoolFull(exc.errno, f"disk full while spooling: {exc}") from exc
             raise
-        self._out_of_space = False
+        self._full = False
 
     def _publish(self) -> None:
         metrics.SPOOL_PENDING_SPANS.set(max(0, self._counts.pending_spans))
