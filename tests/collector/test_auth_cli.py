@@ -19,7 +19,7 @@ def metadata_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_create_list_revoke_round_trip(metadata_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["keys", "create", "--project", "checkout", "--name", "prod exporter"]) == 0
+    assert main(["keys", "create", "--project", "checkout", "--name", "prod exporter", "--yes"]) == 0
     out, err = capsys.readouterr()
     raw = out.strip()
     assert raw.startswith("ll_") and "only time it is shown" in err

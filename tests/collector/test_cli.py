@@ -54,7 +54,7 @@ def test_slow_with_no_match(loaded, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_slow_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["slow", "--url", "http://127.0.0.1:9"]) == 1
+    assert main(["slow", "--url", "http://127.0.0.1:9"]) == 3
     assert "cannot reach" in capsys.readouterr().err
 
 

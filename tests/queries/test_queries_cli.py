@@ -9,8 +9,8 @@ import time
 import pytest
 from queries_data import MS, S, request_row, trace_id
 
+from latencylens_collector.cli.http import ServiceClient
 from latencylens_collector.cli.main import main
-from latencylens_collector.cli.queries import headers, when
 
 
 @pytest.fixture
@@ -130,20 +130,24 @@ def test_slow_pages_with_cursor(loaded, capsys) -> None:
 
 
 def test_api_key_goes_in_the_authorization_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    def headers(api_key: str | None) -> dict[str, str]:
+        return ServiceClient.from_args(argparse.Namespace(url="http://x", api_key=api_key)).headers()
+
     monkeypatch.delenv("LATENCYLENS_API_KEY", raising=False)
-    assert headers(argparse.Namespace(api_key=None)) == {}
+    assert headers(None) == {}
     monkeypatch.setenv("LATENCYLENS_API_KEY", "from-env")
-    assert headers(argparse.Namespace(api_key=None)) == {"Authorization": "Bearer from-env"}
-    assert headers(argparse.Namespace(api_key="flag")) == {"Authorization": "Bearer flag"}
+    assert headers(None) == {"Authorization": "Bearer from-env"}
+    assert headers("flag") == {"Authorization": "Bearer flag"}
 
 
-def test_relative_times() -> None:
-    assert when("1h", now_s=10_000.0) == "6400.000"
-    assert when("30m", now_s=10_000.0) == "8200.000"
-    assert when("2024-05-01T00:00:00Z") == "2024-05-01T00:00:00Z"
-    assert when(None) is None
+def test_relative_times_are_read_by_the_service(loaded, capsys) -> None:
+    """``--since 3h`` goes to the service as typed; the rows of two and one hours ago are in."""
+    assert main(["stats", "--url", loaded.url, "--since", "3h", "--json"]) == 0
+    assert sum(g["count"] for g in json.loads(capsys.readouterr().out)["groups"]) == 3
+    assert main(["stats", "--url", loaded.url, "--since", "30m", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["groups"] == []
 
 
 def test_unreachable_collector(capsys) -> None:
-    assert main(["stats", "--url", "http://127.0.0.1:9"]) == 1
+    assert main(["stats", "--url", "http://127.0.0.1:9"]) == 3
     assert "cannot reach" in capsys.readouterr().err

@@ -62,11 +62,7 @@ class KeyStore:
 
     def create(self, project: str, name: str = "") -> tuple[ApiKey, str]:
         """A new key for ``project``: its description and the raw key (shown once, never stored)."""
-        if not PROJECT_NAME.match(project):
-            raise ValueError(
-                f"invalid project name {project!r}: 1-100 letters, digits, '_', '-', '.', "
-                "starting with a letter or digit"
-            )
+        check_project_name(project)
         key_id, raw = new_key()
         record = ApiKeyRecord(
             key_id=key_id, project=project, name=name, key_hash=hash_key(raw), created_at_ns=self.clock()
@@ -113,6 +109,15 @@ class KeyStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def check_project_name(project: str) -> None:
+    """Raise ValueError, saying what is allowed, unless ``project`` can name a project."""
+    if not PROJECT_NAME.match(project):
+        raise ValueError(
+            f"invalid project name {project!r}: 1-100 letters, digits, '_', '-', '.', "
+            "starting with a letter or digit"
+        )
 
 
 def _view(record: ApiKeyRecord) -> ApiKey:

@@ -1,87 +1,93 @@
-"""``latencylens explain | stats | compare``: the query API in a terminal (rich tables or ``--json``).
+"""``latencylens slow | explain | stats | compare``: the query API in a terminal (tables or ``--json``).
 
-Like ``slow``, these talk to a running collector over HTTP (``--url``) and send an API key, when
-given, as ``Authorization: Bearer``.
+Times (``--since 1h``, ISO-8601, unix seconds) are sent to the service as typed: the service
+parses them, so every surface reads them the same way.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
-import sys
+import textwrap
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
-from latencylens import API_KEY_ENV as ENV_API_KEY
-from latencylens_collector.analysis.attribution import COMPONENTS
-from latencylens_collector.settings import DEFAULT_HOST, DEFAULT_PORT
+from latencylens_collector.analysis.attribution import (
+    APPLICATION_COMPONENTS,
+    COMPONENTS,
+    DECODE,
+    INFERENCE,
+    MODEL_UNATTRIBUTED,
+    NETWORK,
+    PREFILL,
+    QUEUE,
+    SERVER_OTHER,
+)
+from latencylens_collector.cli.errors import FAILED, USAGE, CliError
+from latencylens_collector.cli.http import ServiceClient, add_client_options
+from latencylens_collector.cli.output import (
+    MISSING,
+    Column,
+    Table,
+    ms,
+    percent,
+    render,
+    show,
+    show_json,
+    utc,
+    width,
+)
 
-DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
-"""Where the commands find the collector unless ``--url`` says otherwise."""
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
-_MS = 1e6
-
-
-def add_client_options(parser: argparse.ArgumentParser) -> None:
-    """--url, --api-key and --json, shared by every command that asks a running collector."""
-    parser.add_argument("--url", default=DEFAULT_URL, help=f"collector base URL (default {DEFAULT_URL})")
-    parser.add_argument("--api-key", help=f"API key sent as 'Authorization: Bearer' (env {ENV_API_KEY})")
-    parser.add_argument("--json", action="store_true", help="print the raw JSON response instead of a table")
-
-
-def add_filter_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--service", help="only requests of this service")
-    parser.add_argument("--route", help="only requests whose root span has this name")
-    parser.add_argument("--model", help="only requests whose primary model is this")
-    parser.add_argument("--provider", help="only requests whose primary provider is this")
-
-
-def when(value: str | None, now_s: float | None = None) -> str | None:
-    """``1h`` / ``30m`` / ``2d`` ago as unix seconds; anything else (ISO, unix seconds) unchanged."""
-    if value is None:
-        return None
-    match = _RELATIVE.match(value.strip())
-    if not match:
-        return value
-    now_s = time.time() if now_s is None else now_s
-    return f"{now_s - float(match.group(1)) * _UNIT_S[match.group(2)]:.3f}"
-
-
-def headers(args: argparse.Namespace) -> dict[str, str]:
-    key = getattr(args, "api_key", None) or os.environ.get(ENV_API_KEY)
-    return {"Authorization": f"Bearer {key}"} if key else {}
-
-
-def fetch(args: argparse.Namespace, path: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
-    """GET a JSON document from the collector; prints the error and returns None on failure."""
-    import httpx
-
-    url = args.url.rstrip("/") + path
-    query = {k: v for k, v in params.items() if v is not None}
-    try:
-        response = httpx.get(url, params=query, headers=headers(args), timeout=60)
-    except httpx.HTTPError as exc:
-        print(f"error: cannot reach the collector at {args.url}: {exc}", file=sys.stderr)
-        return None
-    if response.status_code != 200:
-        print(f"error: {url} answered {response.status_code}: {response.text}", file=sys.stderr)
-        return None
-    body: dict[str, Any] = response.json()
-    return body
+TRACE_ID_LENGTH: Final = 32
+_HEX = re.compile(r"^[0-9a-fA-F]{1,32}$")
+TIME_HELP: Final = "1h, 30m, 2d (ago), ISO-8601 or unix seconds"
+SLOW_COLUMNS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+    ("app", APPLICATION_COMPONENTS),
+    ("network", (NETWORK,)),
+    ("queue", (QUEUE,)),
+    ("prefill", (PREFILL,)),
+    ("decode", (DECODE,)),
+    ("inference", (INFERENCE,)),
+    ("server other", (SERVER_OTHER,)),
+    ("unattributed", (MODEL_UNATTRIBUTED,)),
+)
+"""Columns of ``slow`` after e2e: (header, components summed into it)."""
+OPTIONAL_SLOW_COLUMNS: Final = frozenset({"inference", "server other"})
+"""Shown only when a listed request has them: only providers that do not split prefill from
+decode report them."""
+SLOW_NOTE: Final = "app = retrieval + tool + other application time; unattributed = model time not split"
+UNSPLIT_NOTE: Final = (
+    "inference = prefill + decode, not split by the provider; "
+    "server other = its server time outside queue and inference"
+)
 
 
 def register(sub: Any) -> None:
+    slow = sub.add_parser(
+        "slow",
+        help="list the slowest requests with their time breakdown",
+        description="Ask a running service for its slowest requests and print where their time went "
+        "(milliseconds per component along the critical path).",
+    )
+    slow.add_argument("--since", help=f"window start: {TIME_HELP} (default 24 h ago)")
+    slow.add_argument("--until", help="window end (default now)")
+    add_filter_options(slow)
+    slow.add_argument("--min-duration-ms", type=float, help="only requests at least this long")
+    slow.add_argument("--limit", type=int, default=20, help="at most this many requests (default 20)")
+    slow.add_argument("--cursor", help="next page: the cursor printed under the previous one")
+    add_client_options(slow)
+    slow.set_defaults(handler=_slow)
+
     explain = sub.add_parser(
         "explain",
         help="explain one request: the dominant component and its span tree",
         description="Where did the time of this request go: the dominant component, how it is known, "
         "and every span with its self time and share of the critical path.",
     )
-    explain.add_argument("trace_id", metavar="TRACE_ID", help="32 hex characters")
+    explain.add_argument(
+        "trace_id", metavar="TRACE_ID", help="a trace id (32 hex characters) or any unique prefix of one"
+    )
     add_client_options(explain)
     explain.set_defaults(handler=_explain)
 
@@ -91,9 +97,7 @@ def register(sub: Any) -> None:
         description="Counts, p50/p95/p99 of end-to-end time, TTFT and ITL, and each component's share "
         "of the total, grouped by any of service, route, model, provider and/or time buckets.",
     )
-    stats.add_argument(
-        "--since", help="window start: 1h, 30m, 2d ago, ISO-8601 or unix seconds (default 24h)"
-    )
+    stats.add_argument("--since", help=f"window start: {TIME_HELP} (default 24 h ago)")
     stats.add_argument("--until", help="window end (default now)")
     stats.add_argument("--by", help="comma list of: service, route, model, provider")
     stats.add_argument("--bucket", choices=("1m", "5m", "1h", "1d"), help="time bucket")
@@ -109,7 +113,7 @@ def register(sub: Any) -> None:
     )
     compare.add_argument("--a-since", help="range A start (default: B's length before B)")
     compare.add_argument("--a-until", help="range A end (default: B's start)")
-    compare.add_argument("--b-since", help="range B start, e.g. 1h (default: 1h)")
+    compare.add_argument("--b-since", help=f"range B start: {TIME_HELP} (default 1h)")
     compare.add_argument("--b-until", help="range B end (default now)")
     compare.add_argument("--metric", choices=("ttft", "e2e", "itl"), default="ttft")
     compare.add_argument("--quantile", choices=("p50", "p90", "p95", "p99"), default="p95")
@@ -119,59 +123,118 @@ def register(sub: Any) -> None:
     compare.set_defaults(handler=_compare)
 
 
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--service", help="only requests of this service")
+    parser.add_argument("--route", help="only requests whose root span has this name")
+    parser.add_argument("--model", help="only requests whose primary model is this")
+    parser.add_argument("--provider", help="only requests whose primary provider is this")
+
+
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
     return {"service": args.service, "route": args.route, "model": args.model, "provider": args.provider}
 
 
-def _show(args: argparse.Namespace, body: Any, render: Callable[[Any, Any], None]) -> int:
-    """Print a fetched response as JSON (``--json``) or with its rich renderer; 1 if the fetch failed."""
-    if body is None:
-        return 1
-    if args.json:
-        print(json.dumps(body, indent=2))
-        return 0
-    from rich.console import Console
+# slow ---------------------------------------------------------------------------------------------
 
-    render(body, Console())
+
+def _slow(args: argparse.Namespace) -> int:
+    params = {
+        "since": args.since,
+        "until": args.until,
+        **_filters(args),
+        "min_duration_ms": args.min_duration_ms,
+        "limit": args.limit,
+        "cursor": args.cursor,
+    }
+    body = ServiceClient.from_args(args).get("/api/requests", params)
+    if args.json:
+        show_json(body)
+        return 0
+    show(slow_text(body["requests"]))
+    if body.get("next_cursor"):
+        show(f"more: --cursor {body['next_cursor']}")
     return 0
 
 
+def slow_text(requests: Sequence[Mapping[str, Any]], columns: int | None = None) -> str:
+    """Requests (``RequestSummary`` dicts) as a table of milliseconds per component, full ids."""
+    if not requests:
+        return "no requests in this window"
+    shown = [
+        (header, names)
+        for header, names in SLOW_COLUMNS
+        if header not in OPTIONAL_SLOW_COLUMNS
+        or any(request.get("parts", {}).get(name, 0) for request in requests for name in names)
+    ]
+    notes = [SLOW_NOTE]
+    if any(header in OPTIONAL_SLOW_COLUMNS for header, _ in shown):
+        notes.append(UNSPLIT_NOTE)
+    table = Table(
+        "Slowest requests (ms on the critical path)",
+        [
+            Column("trace id"),
+            Column("start"),
+            Column("service / name", wraps=True),
+            Column("model", wraps=True),
+            Column("e2e", numeric=True),
+            *(Column(header, numeric=True) for header, _ in shown),
+        ],
+        notes=notes,
+    )
+    for request in requests:
+        parts = request.get("parts", {})
+        table.add(
+            request["trace_id"],
+            utc(request["start_time"]),
+            f"{request['service']} / {request['name']}",
+            request.get("model") or MISSING,
+            ms(request["e2e_ns"]),
+            *(ms(sum(parts.get(name, 0) for name in names)) for _, names in shown),
+        )
+    return render(table, columns)
+
+
+def print_requests(requests: Sequence[Mapping[str, Any]], console: Any) -> None:
+    """The ``slow`` table on a rich console (the demo's), at the console's width."""
+    console.print(slow_text(requests, console.width), markup=False, highlight=False, soft_wrap=True)
+
+
+# explain ------------------------------------------------------------------------------------------
+
+
 def _explain(args: argparse.Namespace) -> int:
-    body = fetch(args, f"/api/requests/{args.trace_id}", {})
-    return _show(args, body, render_explanation)
+    wanted = args.trace_id.strip()
+    if not _HEX.match(wanted):
+        raise CliError(
+            f"TRACE_ID must be a trace id or a prefix of one (hex characters), got {wanted!r}", USAGE
+        )
+    client = ServiceClient.from_args(args)
+    trace_id = wanted.lower() if len(wanted) == TRACE_ID_LENGTH else resolve_prefix(client, wanted.lower())
+    body = client.get(f"/api/requests/{trace_id}")
+    if args.json:
+        show_json(body)
+    else:
+        show(explanation_text(body))
+    return 0
 
 
-def _stats(args: argparse.Namespace) -> int:
-    params = {"since": when(args.since), "until": when(args.until), "by": args.by, "bucket": args.bucket}
-    body = fetch(args, "/api/stats", {**params, **_filters(args)})
-    return _show(args, body, render_stats)
-
-
-def _compare(args: argparse.Namespace) -> int:
-    params = {
-        "a_since": when(args.a_since),
-        "a_until": when(args.a_until),
-        "b_since": when(args.b_since),
-        "b_until": when(args.b_until),
-        "metric": args.metric,
-        "quantile": args.quantile,
-        "by": args.by or None,
-    }
-    body = fetch(args, "/api/compare", {**params, **_filters(args)})
-    return _show(args, body, render_compare)
-
-
-def ms(ns: int | None) -> str:
-    return "-" if ns is None else f"{ns / _MS:.1f}"
-
-
-def signed_ms(ns: int | None) -> str:
-    return "-" if ns is None else f"{ns / _MS:+.1f}"
+def resolve_prefix(client: ServiceClient, prefix: str) -> str:
+    """The one stored trace id starting with ``prefix``; a one-line error when none or several do."""
+    found = client.get("/api/requests/lookup", {"prefix": prefix})
+    ids: list[str] = found["trace_ids"]
+    if not ids:
+        raise CliError(f"no request has a trace id starting with {prefix}", FAILED)
+    if len(ids) > 1:
+        more = " and more" if found.get("truncated") else ""
+        raise CliError(
+            f"trace id prefix {prefix} is ambiguous: {', '.join(ids)}{more}; give more characters", FAILED
+        )
+    return ids[0]
 
 
 def tokens(value: int | None, estimated: bool = False) -> str:
     """A token count: ``-`` when unknown (not reported; never 0), ``~`` before an estimate."""
-    return "-" if value is None else f"{'~' if estimated else ''}{value:,}"
+    return MISSING if value is None else f"{'~' if estimated else ''}{value:,}"
 
 
 def token_line(detail: Mapping[str, Any]) -> str:
@@ -189,135 +252,201 @@ def token_line(detail: Mapping[str, Any]) -> str:
     return line
 
 
-def render_explanation(detail: Mapping[str, Any], console: Any) -> None:
-    """The sentence, the parts, and the span tree with self time and critical-path share."""
-    from rich import box
-    from rich.table import Table
-
+def explanation_text(detail: Mapping[str, Any], columns: int | None = None) -> str:
+    """The request, the sentence, the parts, and the span tree with self time and critical share."""
+    limit = columns or width()
     explanation = detail["explanation"]
-    console.print(f"[bold]{detail['service']} / {detail['name']}[/bold]  {detail['trace_id']}")
-    console.print(explanation["sentence"])
-    console.print(
-        f"dominant: {explanation['dominant']} {ms(explanation['dominant_ns'])} ms "
-        f"({explanation['share']:.0%}, {explanation['provenance']})"
-    )
-    console.print(token_line(detail))
-    # The components this request has, as in the web UI's breakdown: all ten would not fit.
+
+    def wrapped(text: str) -> list[str]:
+        return textwrap.wrap(text, limit, break_long_words=False, break_on_hyphens=False) or [""]
+
+    lines = [
+        *wrapped(f"{detail['service']} / {detail['name']}"),
+        f"trace id: {detail['trace_id']}",
+        f"start: {utc(detail['start_time'])}",
+        *wrapped(f"model: {detail['model'] or MISSING} ({detail['provider'] or MISSING})"),
+        "",
+        *wrapped(explanation["sentence"]),
+        *wrapped(
+            f"dominant: {explanation['dominant']} {ms(explanation['dominant_ns'])} ms "
+            f"({percent(explanation['share'])}, {explanation['provenance']})"
+        ),
+        *wrapped(token_line(detail)),
+        "",
+    ]
+    # The components this request has, as in the web UI's breakdown: all ten are rarely there.
     busy = detail.get("busy") or {}
     shown = [name for name in COMPONENTS if detail["parts"].get(name, 0) or busy.get(name, 0)]
-    parts = Table(title="Critical path (ms)", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("e2e", *shown):
-        parts.add_column(name, justify="right")
-    parts.add_row(ms(detail["e2e_ns"]), *(ms(detail["parts"].get(name, 0)) for name in shown))
-    console.print(parts)
-    tree = Table(title="Spans", box=box.SIMPLE_HEAD, pad_edge=False)
-    tree.add_column("span", overflow="fold")
-    tree.add_column("kind")
-    for header in ("duration ms", "self ms", "critical ms", "share"):
-        tree.add_column(header, justify="right", no_wrap=True)
+    parts = Table("Critical path (ms)", [Column(name, numeric=True) for name in ("e2e", *shown)])
+    parts.add(ms(detail["e2e_ns"]), *(ms(detail["parts"].get(name, 0)) for name in shown))
+    lines += [render(parts, limit), ""]
+    spans = Table(
+        "Spans (ms; share = of the critical path)",
+        [
+            Column("span", wraps=True),
+            Column("kind"),
+            Column("duration", numeric=True),
+            Column("self", numeric=True),
+            Column("critical", numeric=True),
+            Column("share", numeric=True),
+        ],
+    )
 
     def add(span: Mapping[str, Any], depth: int) -> None:
-        tree.add_row(
+        spans.add(
             "  " * depth + str(span["name"]),
-            str(span["kind"]),
+            span["kind"],
             ms(span["duration_ns"]),
             ms(span["self_ns"]),
             ms(span["critical_ns"]),
-            f"{span['critical_share']:.0%}",
+            percent(span["critical_share"]),
         )
         for child in span.get("children", []):
             add(child, depth + 1)
 
     for root in detail["spans"]:
         add(root, 0)
-    console.print(tree)
+    lines.append(render(spans, limit) if spans.rows else "no spans stored for this request")
+    return "\n".join(lines)
 
 
-def render_stats(body: Mapping[str, Any], console: Any) -> None:
+# stats --------------------------------------------------------------------------------------------
+
+
+def _stats(args: argparse.Namespace) -> int:
+    params = {"since": _ago(args.since), "until": _ago(args.until), "by": args.by, "bucket": args.bucket}
+    body = ServiceClient.from_args(args).get("/api/stats", {**params, **_filters(args)})
+    if args.json:
+        show_json(body)
+    else:
+        show(stats_text(body))
+    return 0
+
+
+def stats_text(body: Mapping[str, Any], columns: int | None = None) -> str:
     """One row per group: count, e2e/TTFT/ITL percentiles (ms), top shares, rate, cache ratio."""
-    from rich import box
-    from rich.table import Table
-
     groups = body["groups"]
+    title = f"Requests {utc(body['since'])} – {utc(body['until'])} (ms)"
     if not groups:
-        console.print("no requests in this window")
-        return
+        return f"{title}\n\nno requests in this window"
     by: Sequence[str] = body["by"]
-    table = Table(
-        title=f"Requests {body['since']} – {body['until']} (ms)",
-        caption="share = the component's part of all time on the critical path",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
+    keys: list[Column] = []
     if body["bucket"]:
-        table.add_column("bucket", no_wrap=True)
-    for field in by:
-        table.add_column(field, overflow="fold")
-    for header in (
-        "n",
-        "e2e p50",
-        "e2e p95",
-        "e2e p99",
-        "ttft p95",
-        "itl p95",
-        "top shares",
-        "tok/s",
-        "cached",
-    ):
-        table.add_column(header, justify="right")
+        keys.append(Column("bucket"))
+    keys += [Column(field, wraps=True) for field in by]
+    if not keys:
+        keys.append(Column("group"))
+    table = Table(
+        title,
+        [
+            *keys,
+            *(
+                Column(header, numeric=True)
+                for header in ("n", "e2e p50", "e2e p95", "e2e p99", "ttft p95", "itl p95")
+            ),
+            Column("top shares", wraps=True),
+            Column("tok/s", numeric=True),
+            Column("cached", numeric=True),
+        ],
+        notes=["share = the component's part of all time on the critical path"],
+        keys=len(keys),
+    )
     for group in groups:
-        cells = [str(group["bucket_start"])[:16]] if body["bucket"] else []
-        cells += [group["key"].get(field, "") or "-" for field in by]
+        key_cells = [utc(group["bucket_start"])] if body["bucket"] else []
+        key_cells += [group["key"].get(field, "") or MISSING for field in by]
+        if not by and not body["bucket"]:
+            key_cells.append("all")
         shares = sorted(group["components"].items(), key=lambda item: -(item[1]["share"] or 0))[:3]
-        rate, cached = group["output_tokens_per_second"], group["cached_token_ratio"]
-        cells += [
-            str(group["count"]),
+        rate = group["output_tokens_per_second"]
+        table.add(
+            *key_cells,
+            group["count"],
             ms(group["e2e_ns"]["p50"]),
             ms(group["e2e_ns"]["p95"]),
             ms(group["e2e_ns"]["p99"]),
             ms(group["ttft_ns"]["p95"]),
             ms(group["itl_ns"]["p95"]),
-            " ".join(f"{name} {c['share']:.0%}" for name, c in shares if c["share"]),
-            "-" if rate is None else f"{rate:.0f}",
-            "-" if cached is None else f"{cached:.0%}",
-        ]
-        table.add_row(*cells)
-    console.print(table)
+            ", ".join(f"{name} {percent(c['share'])}" for name, c in shares if c["share"]) or MISSING,
+            MISSING if rate is None else f"{rate:.0f}",
+            percent(group["cached_token_ratio"]),
+        )
+    return render(table, columns)
 
 
-def render_compare(body: Mapping[str, Any], console: Any) -> None:
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def _ago(value: str | None) -> str | None:
+    """``1h`` / ``30m`` / ``2d`` ago as unix seconds for stats and compare (as before), until the
+    query API reads durations itself; anything else is sent unchanged."""
+    match = _RELATIVE.match(value.strip()) if value else None
+    if value is None or match is None:
+        return value
+    return f"{time.time() - float(match.group(1)) * _UNIT_S[match.group(2)]:.3f}"
+
+
+# compare ------------------------------------------------------------------------------------------
+
+
+def _compare(args: argparse.Namespace) -> int:
+    params = {
+        "a_since": _ago(args.a_since),
+        "a_until": _ago(args.a_until),
+        "b_since": _ago(args.b_since),
+        "b_until": _ago(args.b_until),
+        "metric": args.metric,
+        "quantile": args.quantile,
+        "by": args.by or None,
+    }
+    body = ServiceClient.from_args(args).get("/api/compare", {**params, **_filters(args)})
+    if args.json:
+        show_json(body)
+    else:
+        show(compare_text(body))
+    return 0
+
+
+def compare_text(body: Mapping[str, Any], columns: int | None = None) -> str:
     """The summary line, then components and groups by size of change (ms)."""
-    from rich import box
-    from rich.table import Table
-
-    console.print(f"[bold]{body['summary']}[/bold]")
-    console.print(
-        f"A: {body['a']['count']} requests, {ms(body['a']['value_ns'])} ms   "
+    limit = columns or width()
+    lines = textwrap.wrap(body["summary"], limit, break_long_words=False, break_on_hyphens=False)
+    lines.append(
+        f"A: {body['a']['count']} requests, {ms(body['a']['value_ns'])} ms; "
         f"B: {body['b']['count']} requests, {ms(body['b']['value_ns'])} ms"
     )
     components = Table(
-        title=f"{body['quantile']} of each component (ms)", box=box.SIMPLE_HEAD, pad_edge=False
+        f"{body['quantile']} of each component (ms)",
+        [
+            Column("component"),
+            Column("A", numeric=True),
+            Column("B", numeric=True),
+            Column("Δ", numeric=True),
+        ],
     )
-    for header in ("component", "A", "B", "Δ"):
-        components.add_column(header, justify="right" if header != "component" else "left")
     for c in body["components"]:
-        components.add_row(c["name"], ms(c["a_ns"]), ms(c["b_ns"]), signed_ms(c["delta_ns"]))
-    console.print(components)
-    if not body["groups"]:
-        return
-    groups = Table(
-        title=f"{body['quantile']} {body['metric']} per group (ms)", box=box.SIMPLE_HEAD, pad_edge=False
-    )
-    groups.add_column("group", overflow="fold")
-    for header in ("A", "B", "Δ", "top component", "its Δ"):
-        groups.add_column(header, justify="right")
-    for g in body["groups"]:
-        groups.add_row(
-            ", ".join(f"{k} {v}" for k, v in g["key"].items()),
-            ms(g["a_ns"]),
-            ms(g["b_ns"]),
-            signed_ms(g["delta_ns"]),
-            g["top_component"] or "-",
-            signed_ms(g["top_component_delta_ns"]),
+        components.add(c["name"], ms(c["a_ns"]), ms(c["b_ns"]), ms(c["delta_ns"], signed=True))
+    lines += ["", render(components, limit)]
+    if body["groups"]:
+        groups = Table(
+            f"{body['quantile']} {body['metric']} per group (ms)",
+            [
+                Column("group", wraps=True),
+                Column("A", numeric=True),
+                Column("B", numeric=True),
+                Column("Δ", numeric=True),
+                Column("top component"),
+                Column("its Δ", numeric=True),
+            ],
         )
-    console.print(groups)
+        for g in body["groups"]:
+            groups.add(
+                ", ".join(f"{k} {v}" for k, v in g["key"].items()),
+                ms(g["a_ns"]),
+                ms(g["b_ns"]),
+                ms(g["delta_ns"], signed=True),
+                g["top_component"] or MISSING,
+                ms(g["top_component_delta_ns"], signed=True),
+            )
+        lines += ["", render(groups, limit)]
+    return "\n".join(lines)

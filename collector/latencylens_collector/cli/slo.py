@@ -1,23 +1,50 @@
-"""``latencylens slo ...``: SLOs, their budget and alerts, through a running collector's API.
+"""``latencylens slo ...``: SLOs, their budget and alerts, through a running service's API.
 
 ``slo migrate`` is the exception: it upgrades the metadata database directly (for a PostgreSQL
-database prepared before the service starts).
+database prepared before the service starts). SLOs given as options are checked with the same
+model the API uses before anything is sent, and a problem is named by its option
+(``--quantile``), not by its place in the JSON body.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Final
 
-from latencylens import API_KEY_ENV
-from latencylens_collector.cli.main import DEFAULT_URL
+from pydantic import ValidationError
+
+from latencylens_collector.cli.errors import FAILED, USAGE, CliError
+from latencylens_collector.cli.http import ServiceClient, add_client_options
+from latencylens_collector.cli.output import (
+    MISSING,
+    Column,
+    Table,
+    ms,
+    one_line,
+    render,
+    show,
+    show_json,
+    utc,
+)
 from latencylens_collector.settings import env_var
 
-_MS = 1_000_000
+_NS_PER_MS: Final = 1_000_000
+BURN_WINDOWS: Final = ("1h", "5m", "6h", "30m")
+OPTION_OF_FIELD: Final = {
+    "name": "--name",
+    "metric": "--metric",
+    "quantile": "--quantile",
+    "target": "--target",
+    "threshold_ns": "--threshold-ms",
+    "window": "--window",
+    "for": "--for",
+    "period": "--period",
+    "min_requests": "--min-requests",
+}
+"""Field of an SLO definition → the ``slo create`` option that sets it."""
+FRACTION_HINT: Final = {"quantile": "0.95 for p95", "target": "0.99 for 99%"}
 
 
 def register(subparsers: Any) -> None:
@@ -25,41 +52,37 @@ def register(subparsers: Any) -> None:
         "slo",
         help="manage latency SLOs, their error budget and alerts",
         description="List, create and delete SLOs, see their status, budget and alert history, "
-        "and silence their notifications, through a running collector.",
+        "and silence their notifications, through a running service.",
     )
     slo.set_defaults(handler=lambda args: _usage(slo))
     sub = slo.add_subparsers(dest="slo_command", metavar="ACTION")
 
-    def action(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+    def action(name: str, help_text: str, handler: Callable[[argparse.Namespace], int]) -> Any:
         parser = sub.add_parser(name, help=help_text, description=help_text)
         parser.set_defaults(handler=handler)
         if name != "migrate":
-            parser.add_argument(
-                "--url", default=DEFAULT_URL, help=f"collector base URL (default {DEFAULT_URL})"
-            )
-            parser.add_argument("--json", action="store_true", help="print the raw JSON response")
-            parser.add_argument("--api-key", help=f"sent as 'Authorization: Bearer' (env {API_KEY_ENV})")
+            add_client_options(parser)
         return parser
 
     action("list", "list SLOs with status, value, budget and burn rates", _list)
     action("show", "one SLO", _show).add_argument("slo_id", type=int)
     create = action("create", "create SLOs from a YAML file or from options", _create)
     create.add_argument("--file", help="YAML file with `slos: [...]` (same format as LATENCYLENS_SLO_FILE)")
-    create.add_argument("--name")
+    create.add_argument("--name", help="a name unique in the project")
     create.add_argument("--metric", choices=("ttft", "e2e", "itl"), default="ttft")
     for field in ("service", "route", "model", "provider"):
         create.add_argument(f"--{field}", help=f"only requests with this {field}")
     create.add_argument("--threshold-ms", type=float, help="latency threshold in ms")
-    create.add_argument("--quantile", type=float, help="percentile objective, e.g. 0.95")
+    create.add_argument("--quantile", type=float, help="percentile objective as a fraction: 0.95 for p95")
     create.add_argument("--window", default="5m", help="percentile window (default 5m)")
     create.add_argument("--for", dest="for_", default="10m", help="percentile hold duration (default 10m)")
-    create.add_argument("--target", type=float, help="ratio objective, e.g. 0.99")
+    create.add_argument("--target", type=float, help="ratio objective as a fraction: 0.99 for 99%%")
     create.add_argument("--period", default="30d", help="ratio period (default 30d)")
-    create.add_argument("--min-requests", type=int, default=20)
+    create.add_argument("--min-requests", type=int, default=20, help="below this many nothing fires (20)")
     action("delete", "delete an SLO", _delete).add_argument("slo_id", type=int)
     alerts = action("alerts", "alert history, newest first", _alerts)
-    alerts.add_argument("--slo-id", type=int)
-    alerts.add_argument("--limit", type=int, default=20)
+    alerts.add_argument("--slo-id", type=int, help="only alerts of this SLO")
+    alerts.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
     action("history", "transitions of one alert", _history).add_argument("alert_id", type=int)
     silence = action("silence", "silence an SLO's notifications", _silence)
     silence.add_argument("slo_id", type=int)
@@ -72,104 +95,79 @@ def register(subparsers: Any) -> None:
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
-    return 2
+    return USAGE
 
 
-def _call(args: argparse.Namespace, method: str, path: str, **kwargs: Any) -> Any:
-    """The JSON answer, or None after printing the error."""
-    import httpx
-
-    url = args.url.rstrip("/") + path
-    try:
-        key = args.api_key or os.environ.get(API_KEY_ENV)
-        auth = {"Authorization": f"Bearer {key}"} if key else {}
-        response = httpx.request(method, url, headers=auth, timeout=30, **kwargs)
-    except httpx.HTTPError as exc:
-        print(f"error: cannot reach the collector at {args.url}: {exc}", file=sys.stderr)
-        return None
-    if response.status_code >= 400:
-        print(f"error: {method} {path} answered {response.status_code}: {response.text}", file=sys.stderr)
-        return None
-    return response.json() if response.content else {}
-
-
-def _emit(args: argparse.Namespace, body: Any, render: Any) -> int:
-    if body is None:
-        return 1
+def _emit(args: argparse.Namespace, body: Any, render_text: Callable[[Any], str]) -> int:
     if args.json:
-        print(json.dumps(body, indent=2))
+        show_json(body)
     else:
-        render(body)
+        show(render_text(body))
     return 0
 
 
-def _ms(ns: int | None) -> str:
-    return "-" if ns is None else f"{ns / _MS:.0f} ms"
-
-
 def objective_text(objective: dict[str, Any]) -> str:
+    """``p95 ≤ 800.0 ms over 5m for 10m`` or ``99% ≤ 1000.0 ms over 30d``."""
     if objective.get("type") == "percentile":
         return (
-            f"p{objective['quantile'] * 100:g} ≤ {_ms(objective['threshold_ns'])} "
+            f"p{objective['quantile'] * 100:g} ≤ {ms(objective['threshold_ns'])} ms "
             f"over {objective['window']} for {objective['for']}"
         )
-    return f"{objective['target'] * 100:g}% ≤ {_ms(objective['threshold_ns'])} over {objective['period']}"
+    return f"{objective['target'] * 100:g}% ≤ {ms(objective['threshold_ns'])} ms over {objective['period']}"
 
 
-def _print_slos(body: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="SLOs")
-    for column in (
-        "id",
-        "name",
-        "metric",
-        "objective",
-        "status",
-        "value",
-        "budget left",
-        "burn 1h/5m/6h/30m",
-    ):
-        table.add_column(column)
+def slos_table(body: dict[str, Any]) -> str:
+    table = Table(
+        "SLOs",
+        [
+            Column("id", numeric=True),
+            Column("name", wraps=True),
+            Column("metric"),
+            Column("objective", wraps=True),
+            Column("status"),
+            Column("value ms", numeric=True),
+            Column("budget left", numeric=True),
+            Column("burn " + "/".join(BURN_WINDOWS), numeric=True),
+        ],
+    )
     for slo in body["slos"]:
-        budget = slo["budget_remaining"]
         burns = slo["burn_rates"]
-        table.add_row(
-            str(slo["id"]),
+        table.add(
+            slo["id"],
             slo["name"],
             slo["metric"],
             objective_text(slo["objective"]),
             slo["status"],
-            _ms(slo["value_ns"]),
-            "-" if budget is None else f"{budget:.1%}",
-            "/".join(f"{burns[w]:.1f}" if w in burns else "-" for w in ("1h", "5m", "6h", "30m")),
+            ms(slo["value_ns"]),
+            MISSING if slo["budget_remaining"] is None else f"{slo['budget_remaining']:.1%}",
+            "/".join(f"{burns[w]:.1f}" if w in burns else MISSING for w in BURN_WINDOWS),
         )
-    Console().print(table)
+    return render(table) if table.rows else "no SLOs"
 
 
 def _list(args: argparse.Namespace) -> int:
-    return _emit(args, _call(args, "GET", "/api/slos"), _print_slos)
+    return _emit(args, ServiceClient.from_args(args).get("/api/slos"), slos_table)
 
 
 def _show(args: argparse.Namespace) -> int:
-    return _emit(
-        args, _call(args, "GET", f"/api/slos/{args.slo_id}"), lambda slo: _print_slos({"slos": [slo]})
-    )
+    body = ServiceClient.from_args(args).get(f"/api/slos/{args.slo_id}")
+    return _emit(args, body, lambda slo: slos_table({"slos": [slo]}))
 
 
 def definitions_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """SLO bodies from ``--file`` or from the options. Raises ValueError when incomplete."""
-    if args.file:
-        from latencylens_collector.slo.definitions import load_file
+    """SLO bodies from ``--file`` or from the options, validated as the API validates them.
 
+    Raises :class:`CliError` (usage) naming the option or file entry that is wrong.
+    """
+    from latencylens_collector.slo.definitions import SloDefinition
+
+    if args.file:
         return [
-            entry.model_dump(mode="json", by_alias=True, exclude={"project"})
-            for entry in load_file(args.file)
+            entry.model_dump(mode="json", by_alias=True, exclude={"project"}) for entry in _load(args.file)
         ]
     if not args.name or args.threshold_ms is None or (args.quantile is None) == (args.target is None):
-        raise ValueError("give --file, or --name, --threshold-ms and one of --quantile / --target")
-    threshold_ns = round(args.threshold_ms * _MS)
+        raise CliError("give --file, or --name, --threshold-ms and one of --quantile / --target", USAGE)
+    threshold_ns = round(args.threshold_ms * _NS_PER_MS)
     objective: dict[str, Any] = (
         {
             "type": "percentile",
@@ -182,91 +180,156 @@ def definitions_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
         else {"type": "ratio", "target": args.target, "threshold_ns": threshold_ns, "period": args.period}
     )
     filters = {f: getattr(args, f) for f in ("service", "route", "model", "provider") if getattr(args, f)}
-    return [
-        {
-            "name": args.name,
-            "metric": args.metric,
-            "filter": filters,
-            "objective": objective,
-            "min_requests": args.min_requests,
-        }
-    ]
+    body = {
+        "name": args.name,
+        "metric": args.metric,
+        "filter": filters,
+        "objective": objective,
+        "min_requests": args.min_requests,
+    }
+    try:
+        SloDefinition.model_validate(body)
+    except ValidationError as exc:
+        raise CliError(_option_problems(exc), USAGE) from None
+    return [body]
+
+
+def _load(path: str) -> list[Any]:
+    import yaml
+
+    from latencylens_collector.slo.definitions import load_file
+
+    try:
+        return load_file(path)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}", USAGE) from None
+    except yaml.YAMLError as exc:
+        raise CliError(f"{path} is not valid YAML: {one_line(str(exc))}", USAGE) from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()
+        )
+        raise CliError(f"{path}: {problems}", USAGE) from None
+
+
+def _option_problems(exc: ValidationError) -> str:
+    """Validation errors as ``--quantile: must be less than 1 (got 95; a fraction: 0.95 for p95)``."""
+    problems = []
+    for error in exc.errors():
+        field = next((str(p) for p in reversed(error["loc"]) if str(p) in OPTION_OF_FIELD), None)
+        message = str(error["msg"]).replace("Input should be", "must be")
+        got = error.get("input")
+        if field is None:
+            problems.append(message)
+            continue
+        if field == "threshold_ns" and isinstance(got, int):
+            got = got / _NS_PER_MS
+        detail = f"got {got:g}" if isinstance(got, (int, float)) else f"got {got!r}"
+        if field in FRACTION_HINT:
+            detail += f"; a fraction: {FRACTION_HINT[field]}"
+        problems.append(f"{OPTION_OF_FIELD[field]} {message} ({detail})")
+    return "; ".join(problems)
 
 
 def _create(args: argparse.Namespace) -> int:
-    try:
-        bodies = definitions_from_args(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    created = []
-    for body in bodies:
-        answer = _call(args, "POST", "/api/slos", json=body)
-        if answer is None:
-            return 1
-        created.append(answer)
-    return _emit(args, {"slos": created}, _print_slos)
+    bodies = definitions_from_args(args)
+    client = ServiceClient.from_args(args)
+    created = [client.post("/api/slos", body) for body in bodies]
+    return _emit(args, {"slos": created}, slos_table)
 
 
 def _delete(args: argparse.Namespace) -> int:
-    return _emit(args, _call(args, "DELETE", f"/api/slos/{args.slo_id}"), lambda _: print("deleted"))
+    body = ServiceClient.from_args(args).delete(f"/api/slos/{args.slo_id}")
+    return _emit(args, body, lambda _: f"deleted SLO {args.slo_id}")
 
 
-def _print_alerts(body: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _cause(alert: dict[str, Any]) -> str:
+    cause = alert["dominant_component"] or MISSING
+    if alert["dominant_delta_ns"] is not None:
+        cause += f" {ms(alert['dominant_delta_ns'], signed=True)} ms"
+    return cause
 
-    table = Table(title="Alerts")
-    for column in ("id", "slo", "state", "started", "fired", "resolved", "value", "burn", "cause"):
-        table.add_column(column)
+
+def alerts_table(body: dict[str, Any]) -> str:
+    table = Table(
+        "Alerts (newest first)",
+        [
+            Column("id", numeric=True),
+            Column("slo", wraps=True),
+            Column("state"),
+            Column("started"),
+            Column("fired"),
+            Column("resolved"),
+            Column("value ms", numeric=True),
+            Column("burn", numeric=True),
+            Column("cause", wraps=True),
+        ],
+    )
     for alert in body["alerts"]:
-        delta = alert["dominant_delta_ns"]
-        cause = alert["dominant_component"] or "-"
-        if delta is not None:
-            cause += f" {'+' if delta >= 0 else '-'}{abs(delta) / _MS:.0f} ms"
-        table.add_row(
-            str(alert["id"]),
+        table.add(
+            alert["id"],
             alert["slo_name"],
             alert["state"],
-            alert["started_at"] or "-",
-            alert["fired_at"] or "-",
-            alert["resolved_at"] or "-",
-            _ms(alert["value_ns"]),
-            "-" if alert["burn_rate"] is None else f"{alert['burn_rate']:.1f}×",
-            cause,
+            utc(alert["started_at"]),
+            utc(alert["fired_at"]),
+            utc(alert["resolved_at"]),
+            ms(alert["value_ns"]),
+            MISSING if alert["burn_rate"] is None else f"{alert['burn_rate']:.1f}×",
+            _cause(alert),
         )
-    Console().print(table)
+    return render(table) if table.rows else "no alerts"
 
 
 def _alerts(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"limit": args.limit}
-    if args.slo_id is not None:
-        params["slo_id"] = args.slo_id
-    return _emit(args, _call(args, "GET", "/api/alerts", params=params), _print_alerts)
+    params = {"limit": args.limit, "slo_id": args.slo_id}
+    return _emit(args, ServiceClient.from_args(args).get("/api/alerts", params), alerts_table)
+
+
+def history_table(body: dict[str, Any]) -> str:
+    table = Table("Alert history (oldest first)", [Column("at"), Column("state"), Column("note", wraps=True)])
+    for transition in body["transitions"]:
+        table.add(utc(transition["at"]), transition["state"], transition["note"] or MISSING)
+    return render(table) if table.rows else "no transitions"
 
 
 def _history(args: argparse.Namespace) -> int:
-    def render(body: dict[str, Any]) -> None:
-        for t in body["transitions"]:
-            print(f"{t['at']}  {t['state']:<9} {t['note']}")
-
-    return _emit(args, _call(args, "GET", f"/api/alerts/{args.alert_id}/history"), render)
+    body = ServiceClient.from_args(args).get(f"/api/alerts/{args.alert_id}/history")
+    return _emit(args, body, history_table)
 
 
 def _silence(args: argparse.Namespace) -> int:
+    if not args.hours > 0:
+        raise CliError(f"--hours must be more than 0 (got {args.hours:g})", USAGE)
     until = datetime.now(timezone.utc) + timedelta(hours=args.hours)
     body = {"slo_id": args.slo_id, "until": until.isoformat(), "reason": args.reason}
-    answer = _call(args, "POST", "/api/silences", json=body)
-    return _emit(args, answer, lambda s: print(f"silence {s['id']} on SLO {s['slo_id']} until {s['until']}"))
+    answer = ServiceClient.from_args(args).post("/api/silences", body)
+    return _emit(args, answer, lambda s: f"silence {s['id']} on SLO {s['slo_id']} until {utc(s['until'])}")
+
+
+def silences_table(body: dict[str, Any]) -> str:
+    table = Table(
+        "Silences",
+        [
+            Column("id", numeric=True),
+            Column("slo", numeric=True),
+            Column("until"),
+            Column("state"),
+            Column("reason", wraps=True),
+        ],
+    )
+    for s in body["silences"]:
+        table.add(
+            s["id"],
+            s["slo_id"],
+            utc(s["until"]),
+            "active" if s["active"] else "expired",
+            s["reason"] or MISSING,
+        )
+    return render(table) if table.rows else "no silences"
 
 
 def _silences(args: argparse.Namespace) -> int:
-    def render(body: dict[str, Any]) -> None:
-        for s in body["silences"]:
-            state = "active" if s["active"] else "expired"
-            print(f"{s['id']:>4}  SLO {s['slo_id']:<5} until {s['until']}  {state:<8} {s['reason']}")
-
-    return _emit(args, _call(args, "GET", "/api/silences"), render)
+    return _emit(args, ServiceClient.from_args(args).get("/api/silences"), silences_table)
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -281,9 +344,10 @@ def _migrate(args: argparse.Namespace) -> int:
         db.upgrade(engine)
         revision = db.current_revision(engine)
     except SQLAlchemyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        raise CliError(
+            f"metadata database {redact_dsn(settings.metadata_url)}: {one_line(str(exc))}", FAILED
+        ) from None
     finally:
         engine.dispose()
-    print(f"metadata database {redact_dsn(settings.metadata_url)} at revision {revision}")
+    show(f"metadata database {redact_dsn(settings.metadata_url)} at revision {revision}")
     return 0
