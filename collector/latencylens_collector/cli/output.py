@@ -28,7 +28,8 @@ COMFORTABLE_WRAP_WIDTH = 20
 only when a block of one column needs it; a word is never broken)."""
 MISSING = "-"
 """Shown for a value that is unknown or does not apply."""
-_NS_PER_MS = 1_000_000
+NS_PER_MS = 1_000_000
+"""Nanoseconds in a millisecond: durations travel as integer ns and are shown in ms."""
 
 
 def width() -> int:
@@ -43,7 +44,7 @@ def ms(ns: float | None, *, signed: bool = False) -> str:
     """A duration in integer ns as milliseconds with one decimal (``1234.5``); ``-`` when unknown."""
     if ns is None:
         return MISSING
-    return f"{ns / _NS_PER_MS:{'+' if signed else ''}.1f}"
+    return f"{ns / NS_PER_MS:{'+' if signed else ''}.1f}"
 
 
 def percent(ratio: float | None) -> str:

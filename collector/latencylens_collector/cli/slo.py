@@ -19,6 +19,7 @@ from latencylens_collector.cli.errors import FAILED, USAGE, CliError
 from latencylens_collector.cli.http import ServiceClient, add_client_options
 from latencylens_collector.cli.output import (
     MISSING,
+    NS_PER_MS,
     Column,
     Table,
     ms,
@@ -30,7 +31,6 @@ from latencylens_collector.cli.output import (
 )
 from latencylens_collector.settings import env_var
 
-_NS_PER_MS: Final = 1_000_000
 BURN_WINDOWS: Final = ("1h", "5m", "6h", "30m")
 OPTION_OF_FIELD: Final = {
     "name": "--name",
@@ -167,7 +167,7 @@ def definitions_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
         ]
     if not args.name or args.threshold_ms is None or (args.quantile is None) == (args.target is None):
         raise CliError("give --file, or --name, --threshold-ms and one of --quantile / --target", USAGE)
-    threshold_ns = round(args.threshold_ms * _NS_PER_MS)
+    threshold_ns = round(args.threshold_ms * NS_PER_MS)
     objective: dict[str, Any] = (
         {
             "type": "percentile",
@@ -223,7 +223,7 @@ def _option_problems(exc: ValidationError) -> str:
             problems.append(message)
             continue
         if field == "threshold_ns" and isinstance(got, int):
-            got = got / _NS_PER_MS
+            got = got / NS_PER_MS
         detail = f"got {got:g}" if isinstance(got, (int, float)) else f"got {got!r}"
         if field in FRACTION_HINT:
             detail += f"; a fraction: {FRACTION_HINT[field]}"
