@@ -58,15 +58,13 @@ def serve_refusal(settings: Settings) -> str | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from latencylens_collector.api.app import create_app
+    from latencylens_collector.api.server import run_server
 
     settings = Settings(clickhouse_dsn=args.dsn, database=args.database, host=args.host, port=args.port)
     refusal = serve_refusal(settings)
     if refusal:
         raise CliError(refusal, USAGE)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level)
+    run_server(settings, args.log_level)  # with the connection limits and deadlines
     return 0
 
 
