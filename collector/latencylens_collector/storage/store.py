@@ -41,6 +41,11 @@ _CHDB_LOCK = threading.RLock()
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+RETRY_AFTER_SECONDS: Final = 5
+"""Seconds a client should wait before retrying when storage is unavailable (``Retry-After``,
+gRPC ``RetryInfo``)."""
+
+
 class StorageError(Exception):
     """ClickHouse failed; the message says what and where."""
 
