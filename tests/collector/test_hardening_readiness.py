@@ -108,3 +108,14 @@ def test_a_store_refusing_writes_without_a_spool_is_not_ready(start_collector: C
         what="writes to be taken again",
     )
     assert httpx.get(f"{lens.url}/readyz").json()["storage"] == "ok"
+
+
+def test_the_slo_api_503_names_no_database(start_collector: Callable, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    missing = blocker / "metadata.db"  # SQLite cannot open a file under a file
+    lens = start_collector(metadata_url=f"sqlite:///{missing}")
+    response = httpx.get(f"{lens.url}/api/slos")
+    assert response.status_code == 503
+    assert response.json()["detail"] == "SLO metadata database unavailable; retry later"
+    _assert_nothing_internal(response.text, str(tmp_path), "sqlite")

@@ -1,10 +1,15 @@
 """SLO API: definitions with their status and budget, alerts with their history, silences.
 
 Everything is scoped to the caller's project. Durations are integer ns; times are ISO-8601 UTC.
+
+A project's key may create SLOs, never notification targets: webhooks come only from the server's
+settings (an SLO body naming one is refused as an unknown field), and the names an SLO carries are
+escaped by every notification format (:mod:`latencylens_collector.slo.notifier`).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
@@ -17,6 +22,7 @@ from latencylens_collector.slo.repository import SloExists
 from latencylens_collector.slo.service import SloService, SloUnavailable
 from latencylens_collector.storage.store import RETRY_AFTER_SECONDS
 
+_log = logging.getLogger(__name__)
 router = APIRouter(tags=["slos"])
 
 
@@ -27,8 +33,11 @@ def get_slo_service(request: Request) -> SloService:
     try:
         service.ensure_ready()
     except SloUnavailable as exc:
+        _log.warning("SLO API unavailable: %s", exc)  # the database URL and its error: log only
         raise HTTPException(
-            status_code=503, detail=str(exc), headers={"Retry-After": str(RETRY_AFTER_SECONDS)}
+            status_code=503,
+            detail="SLO metadata database unavailable; retry later",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         ) from exc
     return service
 
