@@ -50,8 +50,8 @@ def test_failing_webhook_is_retried_with_exponential_backoff() -> None:
     (body,) = receiver.bodies
     assert body["slo_name"] == "chat ttft" and body["dominant_component"] == "queue"
     assert body["summary"] == (
-        "[FIRING] SLO chat ttft: ttft 1550 ms (threshold 1000 ms), burn rate 15.0×; "
-        "cause: queue +1480 ms vs previous window"
+        "[FIRING] SLO chat ttft: ttft 1.55 s (threshold 1.00 s), burn rate 15.0×; "
+        "cause: queue +1.48 s vs previous window"
     )
 
 
@@ -86,8 +86,8 @@ def test_slack_payload_names_value_burn_cause_and_links() -> None:
     text = body["blocks"][0]["text"]["text"]
     assert body["text"].startswith("[FIRING] SLO chat ttft")
     assert "Error budget remaining: 25.0%" in text
-    assert "Dominant component: *queue*, mean 1500 ms (was 20 ms)" in text
-    assert f"<http://lens/api/requests/{'ab' * 16}|{'ab' * 6}> 1550 ms" in text
+    assert "Dominant component: *queue*, mean 1.50 s (was 20 ms)" in text
+    assert f"<http://lens/api/requests/{'ab' * 16}|{'ab' * 6}> 1.55 s" in text
 
 
 # --- issue 15, item 6: names are data in every format ---------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 
 from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.conventions import display_name
@@ -31,13 +32,7 @@ def request_detail(store: Store, project: str, trace_id_hex: str) -> RequestDeta
     return RequestDetail(
         **fields,
         busy={name: int(row[f"busy_{name}_ns"]) for name in COMPONENTS},
-        explanation=Explanation(
-            dominant=found.dominant,
-            dominant_ns=found.dominant_ns,
-            share=found.share,
-            provenance=found.provenance,
-            sentence=found.sentence,
-        ),
+        explanation=Explanation(**asdict(found)),
         spans=span_tree(spans),
     )
 

@@ -22,8 +22,10 @@ from typing import Any, Final, Literal
 
 import httpx
 
+from latencylens_collector.analysis.explanation import format_ns
+from latencylens_collector.queries.compare import signed
+
 _log = logging.getLogger(__name__)
-_MS: Final = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -63,16 +65,16 @@ class Notice:
     def summary(self) -> str:
         """One line a person reads first."""
         verb = "FIRING" if self.state == "firing" else "RESOLVED"
-        value = f"{self.value_ns / _MS:.0f} ms" if self.value_ns is not None else "no value"
+        value = format_ns(self.value_ns) if self.value_ns is not None else "no value"
         text = (
             f"[{verb}] SLO {self.slo_name}: {self.metric} {value} "
-            f"(threshold {self.threshold_ns / _MS:.0f} ms)"
+            f"(threshold {format_ns(self.threshold_ns)})"
         )
         if self.burn_rate is not None:
             text += f", burn rate {self.burn_rate:.1f}×"
         if self.dominant_component and self.dominant_delta_ns is not None:
             text += (
-                f"; cause: {self.dominant_component} {_signed_ms(self.dominant_delta_ns)} vs previous window"
+                f"; cause: {self.dominant_component} {signed(self.dominant_delta_ns)} vs previous window"
             )
         return text
 
@@ -113,14 +115,14 @@ def slack_payload(notice: Notice) -> dict[str, Any]:
         previous = notice.dominant_previous_mean_ns
         lines.append(
             f"Dominant component: *{mrkdwn(notice.dominant_component)}*, mean "
-            f"{notice.dominant_breach_mean_ns / _MS:.0f} ms"
-            + (f" (was {previous / _MS:.0f} ms)" if previous is not None else "")
+            f"{format_ns(notice.dominant_breach_mean_ns)}"
+            + (f" (was {format_ns(previous)})" if previous is not None else "")
         )
     if notice.worst_requests:
         lines.append(
             "Worst requests: "
             + ", ".join(
-                f"{_link(w.url, w.trace_id[:12])}{_ms_suffix(w.value_ns)}" for w in notice.worst_requests
+                f"{_link(w.url, w.trace_id[:12])}{_suffix(w.value_ns)}" for w in notice.worst_requests
             )
         )
     return {
@@ -129,12 +131,8 @@ def slack_payload(notice: Notice) -> dict[str, Any]:
     }
 
 
-def _ms_suffix(ns: int | None) -> str:
-    return "" if ns is None else f" {ns / _MS:.0f} ms"
-
-
-def _signed_ms(ns: int) -> str:
-    return f"{'+' if ns >= 0 else '−'}{abs(ns) / _MS:.0f} ms"
+def _suffix(ns: int | None) -> str:
+    return "" if ns is None else f" {format_ns(ns)}"
 
 
 @dataclass(frozen=True)
