@@ -82,6 +82,14 @@ split
     )
 
 
+def test_slow_since_a_duration_ago(loaded: Loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's ``latencylens slow --since 1h``: the service reads ``1h`` as an hour ago."""
+    out = output(["slow", "--url", loaded.url, "--since", "1h"], 200, capsys, monkeypatch)
+    assert SLOW_ID in out and FAST_ID in out  # both started 10 minutes ago
+    out = output(["slow", "--url", loaded.url, "--since", "5m"], 200, capsys, monkeypatch)
+    assert out == "no requests in this window\n"
+
+
 EXPLAIN_HEAD = """shop / POST /chat
 trace id: {trace_id}
 start: {start}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import re
 import textwrap
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -314,7 +313,7 @@ def explanation_text(detail: Mapping[str, Any], columns: int | None = None) -> s
 
 
 def _stats(args: argparse.Namespace) -> int:
-    params = {"since": _ago(args.since), "until": _ago(args.until), "by": args.by, "bucket": args.bucket}
+    params = {"since": args.since, "until": args.until, "by": args.by, "bucket": args.bucket}
     body = ServiceClient.from_args(args).get("/api/stats", {**params, **_filters(args)})
     if args.json:
         show_json(body)
@@ -373,28 +372,15 @@ def stats_text(body: Mapping[str, Any], columns: int | None = None) -> str:
     return render(table, columns)
 
 
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
-
-
-def _ago(value: str | None) -> str | None:
-    """``1h`` / ``30m`` / ``2d`` ago as unix seconds for stats and compare (as before), until the
-    query API reads durations itself; anything else is sent unchanged."""
-    match = _RELATIVE.match(value.strip()) if value else None
-    if value is None or match is None:
-        return value
-    return f"{time.time() - float(match.group(1)) * _UNIT_S[match.group(2)]:.3f}"
-
-
 # compare ------------------------------------------------------------------------------------------
 
 
 def _compare(args: argparse.Namespace) -> int:
     params = {
-        "a_since": _ago(args.a_since),
-        "a_until": _ago(args.a_until),
-        "b_since": _ago(args.b_since),
-        "b_until": _ago(args.b_until),
+        "a_since": args.a_since,
+        "a_until": args.a_until,
+        "b_since": args.b_since,
+        "b_until": args.b_until,
         "metric": args.metric,
         "quantile": args.quantile,
         "by": args.by or None,
