@@ -22,11 +22,11 @@ from latencylens_collector.api.hosts import HostAllowList
 from latencylens_collector.api.lifespan import start_intake, stop_intake
 from latencylens_collector.api.routes import compare as compare_routes
 from latencylens_collector.api.routes import health, otlp, requests
+from latencylens_collector.api.routes import metrics as metrics_routes
 from latencylens_collector.api.routes import slos as slo_routes
 from latencylens_collector.api.routes import stats as stats_routes
 from latencylens_collector.pipeline import Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor
-from latencylens_collector.runtime import metrics
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
 from latencylens_collector.slo.service import start_slo_service
@@ -80,7 +80,7 @@ def create_app(
     app.include_router(compare_routes.router)
     app.include_router(slo_routes.router)
     app.include_router(health.router)
-    app.include_router(metrics.router)
+    app.include_router(metrics_routes.router)
     app.include_router(ui.router)
     app.add_exception_handler(StorageError, _storage_error)
     add_error_handlers(app)

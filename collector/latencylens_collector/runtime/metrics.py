@@ -1,20 +1,14 @@
-"""The service's Prometheus metrics: one registry, exposed at ``GET /metrics``.
+"""The service's own Prometheus metrics: one registry of process health, no project in it.
 
-Each part of the service defines its own metrics here or registers a collector on
-:data:`REGISTRY`, so one scrape shows ingest health and SLO state together.
+Each part of the service defines its counters here, labelled only with fixed words (protocol,
+reason, source), so anyone may read them. Per-project data (latency histograms, SLO state) is
+computed at scrape time elsewhere (:mod:`latencylens_collector.slo.exposition`) and served by
+``GET /metrics`` to the project's own key only (:mod:`latencylens_collector.api.routes.metrics`).
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """The service's registry (not the process-global default, so tests can build several apps)."""
@@ -106,21 +100,3 @@ BATCH_SPANS = Histogram(
     buckets=(1, 10, 100, 500, 1000, 2500, 5000, 10000, 50000),
     registry=REGISTRY,
 )
-
-router = APIRouter(tags=["health"])
-
-
-@router.get(
-    "/metrics",
-    summary="Prometheus metrics",
-    description="Prometheus text exposition of the service's metrics.",
-    response_class=Response,
-)
-def metrics() -> Response:
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
-
-
-# SLO burn rates and TTFT / end-to-end histograms, computed at scrape time (slo/exposition.py).
-from latencylens_collector.slo.exposition import SLO_COLLECTOR  # noqa: E402
-
-REGISTRY.register(SLO_COLLECTOR)
