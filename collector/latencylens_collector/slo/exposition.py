@@ -8,7 +8,8 @@ scrape interval at 15 s or more on large tables. Burn rates and budgets come fro
 evaluation stored in the metadata database.
 
 One collector object is registered on :data:`metrics.REGISTRY` per process; each running SLO
-service adds itself as a source while it runs.
+service adds itself as a source while it runs. A source is anything with a store and an SLO
+repository (:class:`SloSource`), so this module needs nothing from the service that feeds it.
 """
 
 from __future__ import annotations
@@ -16,15 +17,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from latencylens_collector.slo.measure import histograms
-from latencylens_collector.storage.store import StorageError
-
-if TYPE_CHECKING:
-    from latencylens_collector.slo.service import SloService
+from latencylens_collector.slo.repository import SloRepository
+from latencylens_collector.storage.store import StorageError, Store
 
 _log = logging.getLogger(__name__)
 
@@ -34,18 +33,28 @@ BUCKET_NS: Final = tuple(round(b * 1e9) for b in BUCKET_SECONDS)
 HISTOGRAM_LABELS: Final = ("project", "service", "model")
 
 
+class SloSource(Protocol):
+    """What a scrape reads from a running SLO service: stored requests and SLO state."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def repository(self) -> SloRepository: ...
+
+
 class SloCollector:
     """A prometheus_client custom collector over the running SLO services."""
 
     def __init__(self) -> None:
-        self._sources: list[SloService] = []
+        self._sources: list[SloSource] = []
         self._lock = threading.Lock()
 
-    def add_source(self, service: SloService) -> None:
+    def add_source(self, service: SloSource) -> None:
         with self._lock:
             self._sources.append(service)
 
-    def remove_source(self, service: SloService) -> None:
+    def remove_source(self, service: SloSource) -> None:
         with self._lock:
             self._sources = [s for s in self._sources if s is not service]
 
@@ -95,7 +104,7 @@ class SloCollector:
         )
 
     @staticmethod
-    def _add_histograms(source: SloService, ttft: HistogramMetricFamily, e2e: HistogramMetricFamily) -> None:
+    def _add_histograms(source: SloSource, ttft: HistogramMetricFamily, e2e: HistogramMetricFamily) -> None:
         try:
             rows = histograms(source.store, BUCKET_NS)
         except StorageError as exc:
@@ -109,7 +118,7 @@ class SloCollector:
 
     @staticmethod
     def _add_slo_state(
-        source: SloService, burn: GaugeMetricFamily, budget: GaugeMetricFamily, firing: GaugeMetricFamily
+        source: SloSource, burn: GaugeMetricFamily, budget: GaugeMetricFamily, firing: GaugeMetricFamily
     ) -> None:
         try:
             slos = source.repository.slos(None)
