@@ -3,16 +3,19 @@
 Safe to run twice and from several processes: every statement is ``IF NOT EXISTS`` and applied
 versions are recorded in ``schema_migrations``. The statements are rendered for the store's
 topology (one server, or a cluster: see :mod:`ddl`), then the configured retention is applied as
-TTL whenever it differs from what the tables have.
+TTL whenever it differs from what the tables have. The runner works on anything that runs
+statements (:class:`Target`; the store is one), so the store can call it without a circle.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from latencylens_collector.settings import Settings
 from latencylens_collector.storage.ddl import (
     Topology,
     current_ttl,
@@ -21,9 +24,6 @@ from latencylens_collector.storage.ddl import (
     schema_migrations_table,
     ttl_expression,
 )
-
-if TYPE_CHECKING:
-    from latencylens_collector.storage.store import Store
 
 _FILE_NAME = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
@@ -37,6 +37,28 @@ RETAINED_TABLES: dict[str, tuple[str, str]] = {
 }
 """Table → (the setting giving its retention in days, the time column it expires by). The hourly
 rollups live as long as the request rows they summarize."""
+
+
+class Target(Protocol):
+    """Where migrations run: a database, the settings it was opened with, and statements."""
+
+    @property
+    def database(self) -> str: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> None: ...
+
+    def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
+
+    def insert(
+        self,
+        table: str,
+        rows: Sequence[Sequence[Any]],
+        column_names: Sequence[str],
+        dedup_token: str | None = None,
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -91,16 +113,16 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
     return [found[v] for v in sorted(found)]
 
 
-def applied_versions(store: Store) -> set[int]:
+def applied_versions(store: Target) -> set[int]:
     rows = store.query(f"SELECT DISTINCT version FROM {store.database}.schema_migrations")
     return {int(row["version"]) for row in rows}
 
 
-def topology_of(store: Store) -> Topology:
+def topology_of(store: Target) -> Topology:
     return Topology(store.database, store.settings.clickhouse_cluster)
 
 
-def apply_migrations(store: Store, directory: Path | None = None) -> list[Migration]:
+def apply_migrations(store: Target, directory: Path | None = None) -> list[Migration]:
     """Create the database and bookkeeping table, apply pending migrations in order, then the
     configured retention."""
     migrations = load_migrations(directory)
@@ -122,7 +144,7 @@ def apply_migrations(store: Store, directory: Path | None = None) -> list[Migrat
     return applied
 
 
-def apply_retention(store: Store, topology: Topology) -> list[str]:
+def apply_retention(store: Target, topology: Topology) -> list[str]:
     """Set, change or remove each table's TTL to match the settings; returns the statements run.
 
     Changing a TTL makes ClickHouse re-evaluate existing parts in the background."""
