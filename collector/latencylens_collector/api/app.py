@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from latencylens_collector import __version__, ui
-from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, app_key_store
+from latencylens_collector.api.deps import app_key_store
 from latencylens_collector.api.errors import add_error_handlers
 from latencylens_collector.api.hosts import HostAllowList
 from latencylens_collector.api.lifespan import start_intake, stop_intake
@@ -30,7 +30,7 @@ from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
 from latencylens_collector.slo.service import start_slo_service
-from latencylens_collector.storage.store import StorageError, StorageUnavailable, Store
+from latencylens_collector.storage.store import RETRY_AFTER_SECONDS, StorageError, StorageUnavailable, Store
 
 _log = logging.getLogger(__name__)
 

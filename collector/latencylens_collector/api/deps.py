@@ -8,14 +8,11 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 
-from latencylens_collector.auth import KeyStore, Unauthorized, presented_key, project_for
+from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import Store
-
-RETRY_AFTER_SECONDS = 5
-"""Seconds a client should wait before retrying when storage is unavailable."""
 
 
 def get_settings(request: Request) -> Settings:
@@ -60,16 +57,6 @@ def app_key_store(app: FastAPI) -> KeyStore:
 
 def get_key_store(request: Request) -> KeyStore:
     return app_key_store(request.app)
-
-
-def resolve_project(
-    authorization_header: str | None, keys: KeyStore | None = None, x_api_key: str | None = None
-) -> str:
-    """The project of a caller from its ``Authorization: Bearer`` (or ``x-api-key``) header;
-    shared by HTTP and gRPC. Callers outside FastAPI pass the app's key store (``app.state.keys``);
-    without one the collector is in local mode and every caller is ``default``.
-    Raises :class:`~latencylens_collector.auth.Unauthorized` for a missing or invalid key."""
-    return project_for(keys, presented_key(authorization_header, x_api_key))
 
 
 def get_project(request: Request) -> str:

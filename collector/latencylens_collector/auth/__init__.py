@@ -14,6 +14,7 @@ from latencylens_collector.auth.access import (
     check_listen_address,
     presented_key,
     project_for,
+    resolve_project,
 )
 from latencylens_collector.auth.store import ApiKey, KeyStore
 
@@ -26,4 +27,5 @@ __all__ = [
     "check_listen_address",
     "presented_key",
     "project_for",
+    "resolve_project",
 ]

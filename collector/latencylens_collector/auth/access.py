@@ -31,6 +31,16 @@ def presented_key(authorization: str | None, x_api_key: str | None = None) -> st
     return None
 
 
+def resolve_project(
+    authorization_header: str | None, keys: KeyStore | None = None, x_api_key: str | None = None
+) -> str:
+    """The project of a caller from its ``Authorization: Bearer`` (or ``x-api-key``) header;
+    shared by OTLP/HTTP, the query API and OTLP/gRPC. Without a key store the collector is in
+    local mode and every caller is ``default``. Raises :class:`Unauthorized` for a missing or
+    invalid key."""
+    return project_for(keys, presented_key(authorization_header, x_api_key))
+
+
 def project_for(keys: KeyStore | None, raw_key: str | None) -> str:
     """The caller's project. Local mode (no key store, or no key ever created): ``default``.
     With keys: the key's project; raises :class:`Unauthorized` for a missing, unknown or revoked key."""

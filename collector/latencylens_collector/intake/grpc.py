@@ -31,8 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceServicer
 
-from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, resolve_project
-from latencylens_collector.auth import KeyStore, Unauthorized
+from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline import (
     Outcome,
@@ -45,6 +44,7 @@ from latencylens_collector.pipeline import (
 from latencylens_collector.runtime import metrics
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
+from latencylens_collector.storage.store import RETRY_AFTER_SECONDS
 
 _log = logging.getLogger(__name__)
 

@@ -14,11 +14,12 @@ from typing import Final
 import anyio
 from fastapi import APIRouter, Request, Response
 
-from latencylens_collector.api.deps import RETRY_AFTER_SECONDS, ProjectDep, SettingsDep
+from latencylens_collector.api.deps import ProjectDep, SettingsDep
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline import Pipeline, PipelineClosed, QueueFull, WriteFailed, count_received
 from latencylens_collector.runtime import metrics
 from latencylens_collector.runtime.clock import Clock
+from latencylens_collector.storage.store import RETRY_AFTER_SECONDS
 
 _log = logging.getLogger(__name__)
 router = APIRouter(tags=["otlp"])
