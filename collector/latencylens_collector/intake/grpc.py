@@ -33,13 +33,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 
 from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
 from latencylens_collector.intake import otlp
+from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
     Outcome,
     Pipeline,
     PipelineClosed,
     QueueFull,
     WriteFailed,
-    count_received,
 )
 from latencylens_collector.runtime import metrics
 from latencylens_collector.runtime.clock import Clock

@@ -6,7 +6,7 @@ submit inside :meth:`Pipeline.decoding`, so the writer flushes as soon as no exp
 """
 
 from latencylens_collector.pipeline.queue import Outcome, PipelineClosed, QueueFull, WriteFailed
-from latencylens_collector.pipeline.service import Pipeline, PipelineStatus, count_received
+from latencylens_collector.pipeline.service import Pipeline, PipelineStatus
 
 __all__ = [
     "Outcome",
@@ -15,5 +15,4 @@ __all__ = [
     "PipelineStatus",
     "QueueFull",
     "WriteFailed",
-    "count_received",
 ]

@@ -9,12 +9,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.intake.otlp import EVENTS_DROPPED, REASON_CODES, DecodedBatch
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, PipelineClosed
 from latencylens_collector.pipeline.spool import Spool, SpoolCounts, SpoolError
 from latencylens_collector.pipeline.writer import Writer
-from latencylens_collector.runtime import metrics
 from latencylens_collector.settings import Settings
 
 _log = logging.getLogger(__name__)
@@ -111,17 +109,3 @@ class Pipeline:
             spool_bytes=counts.bytes,
             storage_refusal=state.refusal,
         )
-
-
-def count_received(batch: DecodedBatch, protocol: str) -> None:
-    """Metrics of one decoded export: spans received and rejected (by reason), content and events
-    dropped."""
-    metrics.SPANS_RECEIVED.labels(protocol=protocol).inc(len(batch.spans) + batch.rejected)
-    for reason, count in batch.reasons.items():
-        code = REASON_CODES.get(reason, "other")
-        metrics.SPANS_REJECTED.labels(protocol=protocol, reason=code).inc(count)
-    if batch.content.attributes or batch.content.bytes:
-        metrics.CONTENT_DROPPED_ATTRIBUTES.labels(protocol=protocol).inc(batch.content.attributes)
-        metrics.CONTENT_DROPPED_BYTES.labels(protocol=protocol).inc(batch.content.bytes)
-    if batch.warnings.get(EVENTS_DROPPED):
-        metrics.SPAN_EVENTS_DROPPED.labels(protocol=protocol).inc(batch.warnings[EVENTS_DROPPED])

@@ -16,7 +16,8 @@ from fastapi import APIRouter, Request, Response
 
 from latencylens_collector.api.deps import ProjectDep, SettingsDep
 from latencylens_collector.intake import otlp
-from latencylens_collector.pipeline import Pipeline, PipelineClosed, QueueFull, WriteFailed, count_received
+from latencylens_collector.intake.received import count_received
+from latencylens_collector.pipeline import Pipeline, PipelineClosed, QueueFull, WriteFailed
 from latencylens_collector.runtime import metrics
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.storage.store import RETRY_AFTER_SECONDS
