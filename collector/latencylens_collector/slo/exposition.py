@@ -7,9 +7,10 @@ collector replica the same answer. The cost is one scan of ``requests`` per scra
 scrape interval at 15 s or more on large tables. Burn rates and budgets come from the latest
 evaluation stored in the metadata database.
 
-One collector object is registered on :data:`metrics.REGISTRY` per process; each running SLO
-service adds itself as a source while it runs. A source is anything with a store and an SLO
-repository (:class:`SloSource`), so this module needs nothing from the service that feeds it.
+One collector object per process, which ``GET /metrics`` collects for each caller's project
+(:mod:`latencylens_collector.api.routes.metrics`); each running SLO service adds itself as a source
+while it runs. A source is anything with a store and an SLO repository (:class:`SloSource`), so
+this module needs nothing from the service that feeds it.
 """
 
 from __future__ import annotations
@@ -145,4 +146,4 @@ def _buckets(cumulative: Sequence[int], count: int) -> list[tuple[str, float]]:
 
 
 SLO_COLLECTOR: Final = SloCollector()
-"""The process's collector; :mod:`latencylens_collector.runtime.metrics` registers it."""
+"""The process's collector; the ``/metrics`` route collects it for the caller's project."""
