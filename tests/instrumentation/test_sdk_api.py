@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import latencylens
-from latencylens import _cli, semconv
+from latencylens import semconv
 
 HEAVY_MODULES = (
     "fastapi",
@@ -75,30 +75,3 @@ def test_import_leaves_service_and_provider_sdks_unloaded() -> None:
 def test_own_attribute_names_live_under_latencylens_namespace() -> None:
     assert all(name.startswith("latencylens.") for name in semconv.ALL_OWN_ATTRIBUTES)
     assert len(set(semconv.ALL_OWN_ATTRIBUTES)) == len(semconv.ALL_OWN_ATTRIBUTES)
-
-
-def test_cli_without_the_service_says_which_extra_to_install() -> None:
-    code = (
-        "import sys; sys.modules['latencylens_collector'] = None; from latencylens._cli import main; main()"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == _cli.MISSING_SERVER_EXIT_CODE
-    assert result.stderr.strip() == _cli.MISSING_SERVER_MESSAGE
-
-
-def test_cli_runs_the_service_command_when_installed() -> None:
-    code = textwrap.dedent(
-        """
-        import sys, types
-        package = types.ModuleType("latencylens_collector")
-        package.__path__ = []
-        cli = types.ModuleType("latencylens_collector.cli.main")
-        cli.main = lambda: print("service main ran") or 7
-        sys.modules.update({"latencylens_collector": package, "latencylens_collector.cli.main": cli})
-        from latencylens._cli import main
-        sys.exit(main())
-        """
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 7
-    assert result.stdout.strip() == "service main ran"

@@ -4,6 +4,11 @@ Each command lives in its own module with ``register(subparsers)``, which adds i
 ``handler`` (a function of the parsed arguments returning an exit code). Failures are raised as
 :class:`~latencylens_collector.cli.errors.CliError` and printed here, as one ``error: ...`` line
 with the exit code of :mod:`latencylens_collector.cli.errors`; usage errors look the same.
+
+:func:`main` is the ``latencylens`` console script. This package ships in every install of
+``latencylens``, its dependencies only with the ``server`` extra: this module (and the two it
+imports) needs only the standard library until :func:`main` loads the commands, so an install
+without the extra gets one line naming it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from latencylens_collector.cli.errors import EXIT_CODES_HELP, OK, USAGE, CliError
 from latencylens_collector.cli.output import error_line
@@ -29,6 +34,10 @@ COMMAND_MODULES: tuple[str, ...] = (
 """Modules that add commands, in the order ``--help`` lists them."""
 INTERRUPTED = 130
 """Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+MISSING_SERVER_MESSAGE: Final = "The latencylens command needs the service: pip install 'latencylens[server]'"
+"""Printed (exit code 2) when a dependency of the service is not installed."""
+OWN_PACKAGES: Final = frozenset({"latencylens", "latencylens_collector"})
+"""A missing module of these is a broken install or a bug, never a missing extra: it is raised."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -56,7 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code (see :mod:`latencylens_collector.cli.errors`)."""
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] in OWN_PACKAGES:
+            raise
+        print(MISSING_SERVER_MESSAGE, file=sys.stderr)
+        return USAGE
+    args = parser.parse_args(argv)
     try:
         code = int(args.handler(args) or OK)
         sys.stdout.flush()
