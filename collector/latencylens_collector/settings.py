@@ -122,7 +122,9 @@ class Settings(BaseSettings):
     host: str = Field(DEFAULT_HOST, description="Interface the collector listens on.")
     port: Integer = Field(DEFAULT_PORT, description="Port the collector listens on (OTLP/HTTP's 4318).")
     max_body_bytes: Integer = Field(
-        16 * 1024 * 1024, description="Largest accepted OTLP request body, after decompression, in bytes."
+        8 * 1024 * 1024,
+        description="Largest accepted OTLP export, in bytes after decompression (a gzip or deflate body "
+        "is inflated as it arrives and refused with 413 once over it); also the gRPC message limit.",
     )
     grpc_port: Integer = Field(4317, description="Port of the OTLP/gRPC receiver; 0 picks a free port.")
     grpc_enabled: bool = Field(True, description="``false`` turns the OTLP/gRPC receiver off.")
@@ -143,7 +145,33 @@ class Settings(BaseSettings):
         description="Spans accepted but not yet written; beyond this exports are refused with 429 / "
         "RESOURCE_EXHAUSTED.",
     )
+    max_queue_bytes: Integer = Field(
+        256 * 1024 * 1024,
+        description="Bytes of decoded spans accepted but not yet written (what they hold in memory: "
+        "each string at its size, the resource once per span, a fixed cost per span and attribute); "
+        "beyond this exports are refused with 429 / RESOURCE_EXHAUSTED.",
+    )
+    queue_project_share: float = Field(
+        0.5,
+        description="Share (0 to 1) of the queue's spans and bytes one project may hold, so a project "
+        "that fills its share gets 429 while others still get in; 1 lets one project fill the queue.",
+    )
     max_batch_spans: Integer = Field(10_000, description="Most spans written in one insert.")
+    max_batch_bytes: Integer = Field(
+        32 * 1024 * 1024,
+        description="Most bytes of decoded spans written in one insert; an export that decodes to more "
+        "is refused with 413.",
+    )
+    max_span_bytes: Integer = Field(
+        1024 * 1024,
+        description="UTF-8 bytes of one span's attributes and its events' attributes (keys and values); "
+        "a span over it is stored with its largest values cut, and marked.",
+    )
+    max_trace_spans: Integer = Field(
+        10_000,
+        description="Spans of one trace after which its further spans are stored marked "
+        "``latencylens.trace.too_large`` (the trace is too large to attribute).",
+    )
     flush_interval_ms: Integer = Field(
         200, description="Longest time, in ms, an accepted span waits before its batch is written."
     )
@@ -304,6 +332,24 @@ class Settings(BaseSettings):
 
     def __str__(self) -> str:
         return repr(self)
+
+    @field_validator(
+        "max_body_bytes", "max_queue_bytes", "max_batch_bytes", "max_span_bytes", "max_trace_spans"
+    )
+    @classmethod
+    def _positive(cls, value: int, info: ValidationInfo) -> int:
+        if value < 1:
+            raise ValueError(f"{env_var(str(info.field_name))} must be at least 1, got {value}")
+        return value
+
+    @field_validator("queue_project_share")
+    @classmethod
+    def _share(cls, share: float) -> float:
+        if not 0 < share <= 1:
+            raise ValueError(
+                f"{env_var('queue_project_share')} must be more than 0 and at most 1, got {share}"
+            )
+        return share
 
 
 class _MappingSource(EnvSettingsSource):

@@ -157,6 +157,15 @@ PROVENANCE_USAGE: Final = "latencylens.provenance.usage"
 """On a model call whose token counts were taken from another span of the same call:
 ``estimated`` when that span's counts were its instrumentation's estimate (OpenLIT's)."""
 
+# Written by the collector at intake when a span or trace is over a limit (docs/collector.md#limits).
+SPAN_BUDGET_CUT_BYTES: Final = "latencylens.span_budget.cut_bytes"
+"""UTF-8 bytes removed from the span's attributes (and its events') to fit the per-span budget."""
+SPAN_BUDGET_DROPPED_ATTRIBUTES: Final = "latencylens.span_budget.dropped_attributes"
+"""Attributes dropped whole to fit the per-span budget (only when cutting values was not enough)."""
+TRACE_TOO_LARGE: Final = "latencylens.trace.too_large"
+"""``true`` on each span admitted after its trace already had the per-trace span cap: the trace is
+stored whole but too large to attribute."""
+
 ALL_OWN_ATTRIBUTES: Final = (
     SPAN_KIND,
     PROVIDER_QUEUE_NS,
@@ -190,5 +199,8 @@ ALL_OWN_ATTRIBUTES: Final = (
     SAME_CALL_AS,
     WRAPS_MODEL_CALLS,
     PROVENANCE_USAGE,
+    SPAN_BUDGET_CUT_BYTES,
+    SPAN_BUDGET_DROPPED_ATTRIBUTES,
+    TRACE_TOO_LARGE,
 )
 """Every ``latencylens.`` name above, for tests that pin the namespace."""

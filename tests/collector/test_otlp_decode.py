@@ -157,7 +157,8 @@ def test_undecodable_protobuf(body: bytes) -> None:
     [
         (b"{not json", "not valid JSON"),
         (b"[1, 2]", "JSON object"),
-        (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "soon"}]}]}]}', "OTLP"),
+        # A span of the wrong type costs that span only (tests/intake); a wrong frame, the export.
+        (b'{"resourceSpans": [{"scopeSpans": {"spans": []}}]}', r"\[0\]\.scopeSpans must be an array"),
     ],
 )
 def test_invalid_json(body: bytes, message: str) -> None:

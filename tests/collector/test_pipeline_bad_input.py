@@ -104,7 +104,14 @@ TRACE = chat_trace(recent_base_ns())
 CASES = [
     Case("malformed protobuf", PROTOBUF, 400, "not a protobuf", 0, lambda: b"\x0a\xff\xff\xff\xff\x0f"),
     Case("malformed JSON", JSON, 400, "not valid JSON", 0, lambda: b'{"resourceSpans": [oops'),
-    Case("JSON not OTLP", JSON, 400, "not an OTLP", 0, lambda: b'{"resourceSpans": [{"resource": 5}]}'),
+    Case(
+        "JSON not OTLP",
+        JSON,
+        400,
+        "scopeSpans must be an array",
+        0,
+        lambda: b'{"resourceSpans": [{"scopeSpans": 5}]}',
+    ),
     Case("wrong content type", "text/plain", 415, "application/x-protobuf", 0, lambda: b"{}"),
     Case("missing content type", None, 415, "unsupported Content-Type none", 0, lambda: b"{}"),
     Case(

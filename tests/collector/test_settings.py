@@ -19,7 +19,12 @@ NON_DEFAULT_TEXT = {
     "grpc_enabled": "false",
     "spool_dir": "off",
     "max_queue_spans": "7",
+    "max_queue_bytes": "1000",
+    "queue_project_share": "0.25",
     "max_batch_spans": "3",
+    "max_batch_bytes": "2000",
+    "max_span_bytes": "3000",
+    "max_trace_spans": "4",
     "flush_interval_ms": "5",
     "max_attribute_bytes": "100",
     "store_content": "true",
@@ -44,7 +49,7 @@ def test_defaults_resolve_an_absolute_chdb_directory() -> None:
     assert settings.clickhouse_dsn == f"chdb://{(Path.cwd() / '.latencylens' / 'data').resolve()}"
     assert settings.database == DEFAULT_DATABASE
     assert (settings.host, settings.port) == ("127.0.0.1", DEFAULT_PORT)
-    assert settings.max_body_bytes == 16 * 1024 * 1024
+    assert settings.max_body_bytes == 8 * 1024 * 1024
     assert settings.spool_dir == (Path.cwd() / ".latencylens" / "spool" / DEFAULT_DATABASE).resolve()
     assert (settings.grpc_enabled, settings.store_content, settings.allow_unauthenticated) == (
         True,

@@ -1,21 +1,24 @@
 """OTLP trace requests in (protobuf or JSON), flat span rows out.
 
 Invalid spans are dropped one by one and counted, so one bad span never costs the whole batch;
-the count and the reasons go back to the sender as OTLP ``partial_success``. Repairable input is
-kept with a warning in the same field (``rejected_spans`` 0): strings that are not UTF-8 get U+FFFD,
-oversized attribute values are cut with a marker, events beyond the per-span limit are dropped.
-Message content is dropped from spans and events unless the collector is told to store it
-(:mod:`.conventions.content`).
+the count and the reasons go back to the sender as OTLP ``partial_success``. A span is invalid for
+what it says (ids, times) or for how it is written: a protobuf span that does not parse, a JSON
+span with fields of the wrong type (both read apart from their neighbours: :mod:`.utf8`,
+:mod:`.otlp_json`). Repairable input is kept with a warning in the same field (``rejected_spans``
+0): strings that are not UTF-8 get U+FFFD, oversized attribute values are cut with a marker,
+values nested too deep are cut (:mod:`.values`), a span over the per-span byte budget has its
+largest values cut (:mod:`.sizes`), events beyond the per-span limit are dropped. Message content
+is dropped from spans and events unless the collector is told to store it
+(:mod:`.conventions.content`). Only a body whose frame is not an export request is refused whole
+(:class:`OtlpDecodeError`, 400); no body makes the decoder raise anything else.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -26,7 +29,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import SERVICE_NAME
 
@@ -39,13 +41,54 @@ from latencylens_collector.analysis.conventions.content import (
 )
 from latencylens_collector.analysis.conventions.events import stream_attributes
 from latencylens_collector.analysis.records import DEFAULT_PROJECT, NO_PARENT, SpanEvent, SpanRow
-from latencylens_collector.intake.utf8 import parse_repairing, raw_values_request_class
+from latencylens_collector.intake import otlp_json, sizes
+from latencylens_collector.intake.errors import MALFORMED_RESOURCE, MALFORMED_SPAN, OtlpDecodeError
+from latencylens_collector.intake.sizes import TRUNCATION_MARKER, cut_utf8, truncate_utf8
+from latencylens_collector.intake.utf8 import (
+    SpanGroup,
+    parse_apart,
+    parse_repairing,
+    raw_values_request_class,
+)
+from latencylens_collector.intake.values import (
+    NOT_UTF8,
+    TOO_DEEP,
+    AttributeReader,
+    MalformedValue,
+    ValueProblem,
+    any_value_to_str,
+    attributes_to_dict,
+    careful_reader,
+    raw_attributes_to_dict,
+    value_to_str,
+)
 from latencylens_collector.settings import Settings
 
-_json_string: Final = json.encoder.encode_basestring_ascii
-"""How :func:`json.dumps` writes a string (ASCII-escaped), as a C function."""
-AttributeReader = Callable[[Iterable[Any]], dict[str, str]]
-"""Repeated ``KeyValue`` → attributes as text."""
+__all__ = [  # names other modules use; the decoder's helpers live in the modules they come from
+    "EVENTS_DROPPED",
+    "NOT_UTF8",
+    "REASON_CODES",
+    "TOO_DEEP",
+    "TRUNCATION_MARKER",
+    "DecodedBatch",
+    "Limits",
+    "OtlpDecodeError",
+    "any_value_to_str",
+    "attributes_to_dict",
+    "cut_utf8",
+    "decode",
+    "encode_response",
+    "encode_status",
+    "export_response",
+    "flatten",
+    "parse_json",
+    "parse_protobuf",
+    "raw_attributes_to_dict",
+    "span_row",
+    "truncate_utf8",
+    "value_to_str",
+]
+
 UNKNOWN_SERVICE: Final = "unknown_service"
 _SPAN_KINDS: Final = {
     Span.SPAN_KIND_UNSPECIFIED: "unspecified",
@@ -55,16 +98,15 @@ _SPAN_KINDS: Final = {
     Span.SPAN_KIND_PRODUCER: "producer",
     Span.SPAN_KIND_CONSUMER: "consumer",
 }
-_ID_FIELDS: Final = ("traceId", "spanId", "parentSpanId")
-_TIME_FIELDS: Final = ("startTimeUnixNano", "endTimeUnixNano")
-_EVENT_TIME_FIELDS: Final = ("timeUnixNano",)
-_JSON_SURROGATE = re.compile(rb"\\u[dD][89abAB]")
 
 HOUR_NS: Final = 3600 * 1_000_000_000
 FUTURE_LIMIT_NS: Final = 24 * HOUR_NS
 """Spans starting or ending further than this ahead of the collector's clock are rejected."""
 DEFAULT_MAX_ATTRIBUTE_BYTES: Final = 64 * 1024
-TRUNCATION_MARKER: Final = "…[truncated {dropped} bytes]"
+DEFAULT_MAX_SPAN_BYTES: Final = 1024 * 1024
+MAX_RESOURCE_BYTES: Final = 64 * 1024
+"""A resource's attributes are cut to this budget like a span's (at most ``max_span_bytes``): every
+span of the resource is stored with them."""
 MAX_EVENTS_PER_SPAN: Final = 128
 """Events kept per span: the first 127 and the last (a stream's first and last chunk survive)."""
 MAX_EVENT_ATTRIBUTES: Final = 128
@@ -84,16 +126,14 @@ REASON_CODES: Final = {
     ENDS_BEFORE_START: "end_before_start",
     AT_EPOCH: "time_before_epoch",
     IN_FUTURE: "time_in_future",
+    MALFORMED_SPAN: "malformed_span",
+    MALFORMED_RESOURCE: "malformed_resource",
 }
-# Warnings: the span is kept, changed.
-NOT_UTF8: Final = "strings with invalid UTF-8 (bytes replaced by U+FFFD)"
+# Warnings: the span is kept, changed (NOT_UTF8 and TOO_DEEP come from .values).
+OVER_SPAN_BUDGET: Final = "spans over the per-span byte budget kept with their largest values cut"
 TRUNCATED: Final = "values truncated to the attribute size limit"
 EVENTS_DROPPED: Final = f"span events beyond {MAX_EVENTS_PER_SPAN} per span dropped"
 EVENT_ATTRIBUTES_DROPPED: Final = f"event attributes beyond {MAX_EVENT_ATTRIBUTES} per event dropped"
-
-
-class OtlpDecodeError(ValueError):
-    """The body is not a valid OTLP trace export request; the message says why."""
 
 
 @dataclass
@@ -107,6 +147,8 @@ class DecodedBatch:
     """What was repaired in kept spans, with counts."""
     content: ContentTally = field(default_factory=ContentTally)
     """Message content removed from the kept spans and their events (policy, not a repair)."""
+    detail: str = ""
+    """What the parser said about the first span it could not read, for the sender."""
 
     @property
     def error_message(self) -> str:
@@ -115,6 +157,8 @@ class DecodedBatch:
             why = ", ".join(f"{count} {reason}" for reason, count in self.reasons.most_common())
             total = self.rejected + len(self.spans)
             parts.append(f"rejected {self.rejected} of {total} spans: {why}")
+            if self.detail:
+                parts[-1] += f" (first: {self.detail})"
         if self.warnings:
             what = ", ".join(f"{count} {warning}" for warning, count in self.warnings.most_common())
             parts.append(f"kept with changes: {what}")
@@ -132,6 +176,8 @@ class Limits:
     """Keep message content (opt-in); otherwise it is dropped, its size kept."""
     max_content_bytes: int = DEFAULT_CONTENT_MAX_BYTES
     """With ``store_content``, each content value is cut to this many UTF-8 bytes."""
+    max_span_bytes: int = DEFAULT_MAX_SPAN_BYTES
+    """A span's attributes and its events' attributes together (UTF-8 bytes of keys and values)."""
 
     @classmethod
     def of(cls, settings: Settings, now_ns: int | None = None) -> Limits:
@@ -141,6 +187,7 @@ class Limits:
             now_ns=now_ns,
             store_content=settings.store_content,
             max_content_bytes=settings.content_max_bytes,
+            max_span_bytes=settings.max_span_bytes,
         )
 
     @property
@@ -151,23 +198,27 @@ class Limits:
 def decode(
     body: bytes, as_json: bool, project: str = DEFAULT_PROJECT, limits: Limits | None = None
 ) -> DecodedBatch:
-    """Body of an export request to span rows (raises :class:`OtlpDecodeError`).
+    """Body of an export request to span rows; raises :class:`OtlpDecodeError` and nothing else.
 
     Protobuf takes the fast path first (attribute values as encoded bytes, see
-    :func:`raw_attributes_to_dict`); a body it cannot take (invalid UTF-8 anywhere, not protobuf)
-    goes through the strict parse, which repairs or reports it."""
+    :func:`raw_attributes_to_dict`); a body that does not parse whole (invalid UTF-8, a malformed
+    span) is read resource by resource and span by span (:func:`.utf8.parse_apart`)."""
     warnings: Counter[str] = Counter()
-    if not as_json:
+    try:
+        if as_json:
+            rejected: Counter[str] = Counter()
+            request, detail = otlp_json.parse(body, warnings, rejected)
+            return _flatten(_groups(request), project, limits, warnings, None, rejected, detail)
         fast = _parse_raw_values(body)
         if fast is not None:
-            try:
-                return flatten(
-                    fast, project=project, limits=limits, warnings=warnings, to_text=raw_attributes_to_dict
-                )
-            except _InvalidValue:
-                pass
-    request = parse_json(body, warnings) if as_json else parse_protobuf(body, warnings)
-    return flatten(request, project=project, limits=limits, warnings=warnings)
+            return _flatten(_groups(fast), project, limits, warnings, raw_attributes_to_dict)
+        try:
+            groups = parse_apart(body, warnings)
+        except (DecodeError, ValueError) as exc:
+            raise OtlpDecodeError(f"body is not a protobuf ExportTraceServiceRequest: {exc}") from None
+        return _flatten(groups, project, limits, warnings, raw_attributes_to_dict)
+    except RecursionError:  # a backstop: every reader bounds its depth
+        raise OtlpDecodeError("body is nested too deeply to be an OTLP export request") from None
 
 
 def _parse_raw_values(body: bytes) -> Any:
@@ -182,8 +233,9 @@ def _parse_raw_values(body: bytes) -> Any:
 
 # --- decoding ------------------------------------------------------------------------------------
 def parse_protobuf(body: bytes, warnings: Counter[str] | None = None) -> ExportTraceServiceRequest:
-    """Strict parse first; when that fails, a parse that repairs non-UTF-8 strings (noted in
-    ``warnings``) before giving up on the body."""
+    """The request as official messages: strict parse first; when that fails, a parse that repairs
+    non-UTF-8 strings (noted in ``warnings``) before giving up on the body. (The receivers use
+    :func:`decode`, which also keeps the valid spans of a body holding a malformed one.)"""
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
@@ -199,97 +251,15 @@ def parse_protobuf(body: bytes, warnings: Counter[str] | None = None) -> ExportT
     return request
 
 
-def parse_json(body: bytes, warnings: Counter[str] | None = None) -> ExportTraceServiceRequest:
-    """OTLP/JSON: ids are hex strings (not protobuf-JSON base64), so they are converted first.
-
-    Bytes that are not UTF-8 and escaped lone surrogates become U+FFFD (noted in ``warnings``);
-    negative times become 0 so that span alone is rejected."""
-    notes: Counter[str] = Counter() if warnings is None else warnings
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        text = body.decode("utf-8", errors="replace")
-        notes[NOT_UTF8] += text.count("\ufffd") - body.count("\ufffd".encode())
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OtlpDecodeError(f"body is not valid JSON: {exc}") from exc
-    if not isinstance(document, dict):
-        raise OtlpDecodeError("body must be a JSON object with a 'resourceSpans' array")
-    if _JSON_SURROGATE.search(body):
-        document, repaired = _without_lone_surrogates(document)
-        if repaired:
-            notes[NOT_UTF8] += repaired
-    for span in _json_spans(document):
-        _hex_ids_to_base64(span)
-        _negative_times_to_zero(span, _TIME_FIELDS)
-        for event in _dicts(span.get("events")):
-            _negative_times_to_zero(event, _EVENT_TIME_FIELDS)
-        for link in span.get("links") or ():
-            if isinstance(link, dict):
-                _hex_ids_to_base64(link)
-    request = ExportTraceServiceRequest()
-    try:
-        json_format.ParseDict(document, request, ignore_unknown_fields=True)
-    except json_format.ParseError as exc:
-        raise OtlpDecodeError(f"JSON is not an OTLP ExportTraceServiceRequest: {exc}") from exc
+def parse_json(
+    body: bytes, warnings: Counter[str] | None = None, rejected: Counter[str] | None = None
+) -> ExportTraceServiceRequest:
+    """OTLP/JSON (hex ids) to the request of every span that parses (:mod:`.otlp_json`); spans
+    that do not are counted in ``rejected`` by reason, repairs in ``warnings``."""
+    request, _ = otlp_json.parse(
+        body, Counter() if warnings is None else warnings, Counter() if rejected is None else rejected
+    )
     return request
-
-
-def _json_spans(document: dict[str, Any]) -> Iterable[dict[str, Any]]:
-    for resource_spans in _dicts(document.get("resourceSpans")):
-        for scope_spans in _dicts(resource_spans.get("scopeSpans")):
-            yield from _dicts(scope_spans.get("spans"))
-
-
-def _dicts(value: Any) -> Iterable[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _negative_times_to_zero(span: dict[str, Any], keys: tuple[str, ...]) -> None:
-    """A time before 1970 cannot be a fixed64; 0 makes :func:`invalid_reason` reject the span (an
-    event at 0 is kept: its span may be valid)."""
-    for key in keys:
-        value = span.get(key)
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
-            try:
-                negative = int(value) < 0
-            except ValueError:
-                continue  # not a number: json_format reports it
-            if negative:
-                span[key] = "0"
-
-
-def _without_lone_surrogates(value: Any) -> tuple[Any, int]:
-    """The JSON value with unpaired surrogates (``"\\ud800"``) replaced by U+FFFD, and how many
-    strings changed; ClickHouse and protobuf need real UTF-8."""
-    if isinstance(value, str):
-        fixed = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return fixed, int(fixed != value)
-    if isinstance(value, list):
-        pairs = [_without_lone_surrogates(item) for item in value]
-        return [item for item, _ in pairs], sum(n for _, n in pairs)
-    if isinstance(value, dict):
-        out, total = {}, 0
-        for key, item in value.items():
-            fixed_key, n_key = _without_lone_surrogates(key)
-            out[fixed_key], n = _without_lone_surrogates(item)
-            total += n + n_key
-        return out, total
-    return value, 0
-
-
-def _hex_ids_to_base64(obj: dict[str, Any]) -> None:
-    """Replace hex ids by base64; an id that is not hex becomes empty so its span is rejected."""
-    for key in _ID_FIELDS:
-        value = obj.get(key)
-        if not isinstance(value, str):
-            continue
-        try:
-            raw = bytes.fromhex(value)
-        except ValueError:
-            raw = b"\x00"  # wrong length on purpose: the span is rejected as having an invalid id
-        obj[key] = base64.b64encode(raw).decode("ascii")
 
 
 # --- flattening ----------------------------------------------------------------------------------
@@ -303,25 +273,87 @@ def flatten(
     """Valid spans as rows; invalid ones counted with their reason, repairs with a warning.
 
     ``to_text`` reads a repeated ``KeyValue`` (default :func:`attributes_to_dict`)."""
-    to_text = to_text or attributes_to_dict
+    return _flatten(_groups(request), project, limits, warnings, to_text)
+
+
+def _groups(request: Any) -> Iterable[SpanGroup]:
+    for resource_spans in request.resource_spans:
+        spans = (span for scope in resource_spans.scope_spans for span in scope.spans)
+        yield SpanGroup(resource_spans.resource, spans)
+
+
+def _flatten(
+    groups: Iterable[SpanGroup],
+    project: str,
+    limits: Limits | None,
+    warnings: Counter[str] | None,
+    to_text: AttributeReader | None,
+    rejected: Counter[str] | None = None,
+    detail: str = "",
+) -> DecodedBatch:
+    """``to_text`` is a fast reader; a span (or resource) it cannot read is read again with the
+    careful reader (:mod:`.values`), and one that reader cannot read either is rejected."""
+    fast = to_text or attributes_to_dict
     limits = limits or Limits()
     now_ns = limits.now_ns if limits.now_ns is not None else time.time_ns()
-    batch = DecodedBatch(warnings=Counter(warnings or {}))
+    latest_ns = now_ns + limits.future_limit_ns
+    batch = DecodedBatch(warnings=Counter(warnings or {}), detail=detail)
+    for why, count in (rejected or {}).items():
+        _reject(batch, why, count)
     clip = _Clipper(limits.max_attribute_bytes, batch.warnings)
+    careful = careful_reader(batch.warnings, raw_values=fast is raw_attributes_to_dict)
     content = ContentFilter(limits.content_policy, cut_utf8)
     batch.content = content.tally
-    for resource_spans in request.resource_spans:
-        resource = clip.mapping(to_text(resource_spans.resource.attributes))
+    span_budget = limits.max_span_bytes
+    for group in groups:
+        if group.malformed:
+            _reject(batch, MALFORMED_SPAN, group.malformed)
+        resource = _resource(group.resource, fast, careful, clip, min(span_budget, MAX_RESOURCE_BYTES))
+        if resource is None:
+            _reject(batch, MALFORMED_RESOURCE, sum(1 for _ in group.spans))
+            continue
         service = resource.get(SERVICE_NAME) or UNKNOWN_SERVICE
-        for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
-                reason = invalid_reason(span, now_ns + limits.future_limit_ns)
-                if reason:
-                    batch.rejected += 1
-                    batch.reasons[reason] += 1
-                    continue
-                batch.spans.append(span_row(span, service, resource, project, clip, to_text, content))
+        for span in group.spans:
+            reason = invalid_reason(span, latest_ns)
+            if reason:
+                _reject(batch, reason)
+                continue
+            try:
+                try:
+                    row = span_row(span, service, resource, project, clip, fast, content, span_budget)
+                except ValueProblem:
+                    row = span_row(span, service, resource, project, clip, careful, content, span_budget)
+            except MalformedValue:
+                _reject(batch, MALFORMED_SPAN)
+                continue
+            batch.spans.append(row)
     return batch
+
+
+def _reject(batch: DecodedBatch, reason: str, count: int = 1) -> None:
+    batch.rejected += count
+    batch.reasons[reason] += count
+
+
+def _resource(
+    resource: Any, fast: AttributeReader, careful: AttributeReader, clip: _Clipper, budget: int
+) -> dict[str, str] | None:
+    """A resource's attributes as text, clipped and within ``budget``; None when unreadable."""
+    if resource is None:
+        return None
+    try:
+        try:
+            attributes = fast(resource.attributes)
+        except ValueProblem:
+            attributes = careful(resource.attributes)
+    except MalformedValue:
+        return None
+    attributes = clip.mapping(attributes)
+    fitted = sizes.fit(attributes, (), budget)
+    if fitted is None:
+        return attributes
+    clip.warnings[OVER_SPAN_BUDGET] += 1
+    return fitted.attributes
 
 
 def invalid_reason(span: Span, latest_ns: int | None = None) -> str | None:
@@ -351,20 +383,35 @@ def span_row(
     clip: _Clipper | None = None,
     to_text: AttributeReader | None = None,
     content: ContentFilter | None = None,
+    max_span_bytes: int = DEFAULT_MAX_SPAN_BYTES,
 ) -> SpanRow:
-    """One valid span as a row: content dropped (or cut), values clipped, events bounded."""
+    """One valid span as a row: content dropped (or cut), values clipped, events bounded, the whole
+    within the per-span budget. Every value is read before anything is counted, so a reader that
+    raises (:class:`ValueProblem`, :class:`MalformedValue`) leaves no trace in the tallies."""
     clip = clip or _Clipper(DEFAULT_MAX_ATTRIBUTE_BYTES, Counter())
     to_text = to_text or attributes_to_dict
     content = content or ContentFilter(ContentPolicy(), cut_utf8)
-    attributes = clip.mapping(content.attributes(to_text(span.attributes)))
+    texts = to_text(span.attributes)
+    events = span.events
+    if events:
+        kept: Sequence[Any] = events
+        if len(events) > MAX_EVENTS_PER_SPAN:
+            kept = [*events[: MAX_EVENTS_PER_SPAN - 1], events[-1]]
+        event_texts = [to_text(event.attributes[:MAX_EVENT_ATTRIBUTES]) for event in kept]
+    attributes = clip.mapping(content.attributes(texts))
     parent = span.parent_span_id or NO_PARENT
-    events: tuple[SpanEvent, ...] = ()
-    if span.events:
+    rows_events: tuple[SpanEvent, ...] = ()
+    if events:
         # Stream times from every event the sender sent, before the per-span limit applies.
-        timeline = ((event.name, event.time_unix_nano, None) for event in span.events)
+        timeline = ((event.name, event.time_unix_nano, None) for event in events)
         start, end = span.start_time_unix_nano, span.end_time_unix_nano
         attributes.update(stream_attributes(timeline, start, end, span.dropped_events_count))
-        events = _events(span.events, clip, to_text, content)
+        rows_events = _events(events, kept, event_texts, clip, content)
+    if rows_events or (sum(map(len, attributes)) + sum(map(len, attributes.values()))) * 4 > max_span_bytes:
+        fitted = sizes.fit(attributes, rows_events, max_span_bytes)  # it measures exactly
+        if fitted is not None:
+            clip.warnings[OVER_SPAN_BUDGET] += 1
+            attributes, rows_events = fitted.attributes, fitted.events
     return SpanRow(
         project=project,
         trace_id=span.trace_id,
@@ -380,27 +427,29 @@ def span_row(
         status_message=clip.text(span.status.message),
         attributes=attributes,
         resource_attributes=resource,
-        events=events,
+        events=rows_events,
         dropped_events_count=span.dropped_events_count,
     )
 
 
 def _events(
-    events: Any, clip: _Clipper, to_text: AttributeReader, content: ContentFilter
+    events: Sequence[Any],
+    kept: Sequence[Any],
+    texts: list[dict[str, str]],
+    clip: _Clipper,
+    content: ContentFilter,
 ) -> tuple[SpanEvent, ...]:
     """A span's events within the limits: the first 127 and the last when there are more than 128
-    (counted in the warnings), each with at most 128 attributes, content dropped, values clipped."""
-    if len(events) > MAX_EVENTS_PER_SPAN:
-        clip.warnings[EVENTS_DROPPED] += len(events) - MAX_EVENTS_PER_SPAN
-        events = [*events[: MAX_EVENTS_PER_SPAN - 1], events[-1]]
+    (counted in the warnings), each with at most 128 attributes, content dropped, values clipped.
+    ``kept`` are those events and ``texts`` their attributes, already read."""
+    if len(events) > len(kept):
+        clip.warnings[EVENTS_DROPPED] += len(events) - len(kept)
     out = []
-    for event in events:
+    for event, values in zip(kept, texts, strict=True):
         name = clip.text(event.name)
-        attributes = event.attributes
-        if len(attributes) > MAX_EVENT_ATTRIBUTES:
-            clip.warnings[EVENT_ATTRIBUTES_DROPPED] += len(attributes) - MAX_EVENT_ATTRIBUTES
-            attributes = attributes[:MAX_EVENT_ATTRIBUTES]
-        values = clip.mapping(content.event(name, to_text(attributes))) if attributes else {}
+        if len(event.attributes) > MAX_EVENT_ATTRIBUTES:
+            clip.warnings[EVENT_ATTRIBUTES_DROPPED] += len(event.attributes) - MAX_EVENT_ATTRIBUTES
+        values = clip.mapping(content.event(name, values)) if values else {}
         out.append(SpanEvent(name, event.time_unix_nano, values))
     return tuple(out)
 
@@ -426,128 +475,6 @@ class _Clipper:
         if not values or max(max(map(len, values)), max(map(len, values.values()))) * 4 <= self.limit:
             return values
         return {self.text(key): self.text(value) for key, value in values.items()}
-
-
-def truncate_utf8(value: str, limit: int) -> str:
-    """``value`` cut to at most ``limit`` UTF-8 bytes plus a marker; ``value`` itself when short."""
-    return cut_utf8(value, limit)[0]
-
-
-def cut_utf8(value: str, limit: int) -> tuple[str, int]:
-    """:func:`truncate_utf8` and how many bytes it dropped (0: ``value`` itself)."""
-    data = value.encode("utf-8")
-    if len(data) <= limit:
-        return value, 0
-    kept = data[:limit].decode("utf-8", errors="ignore")  # drops a character cut in half
-    dropped = len(data) - len(kept.encode("utf-8"))
-    return kept + TRUNCATION_MARKER.format(dropped=dropped), dropped
-
-
-def attributes_to_dict(attributes: Iterable[KeyValue]) -> dict[str, str]:
-    """Attributes as text; the common types (string, int, bool, array of strings) are converted
-    inline, without a call per value."""
-    out: dict[str, str] = {}
-    for kv in attributes:
-        value = kv.value
-        which = value.WhichOneof("value")
-        if which == "string_value":
-            out[kv.key] = value.string_value
-        elif which == "int_value":
-            out[kv.key] = str(value.int_value)
-        elif which == "bool_value":
-            out[kv.key] = "true" if value.bool_value else "false"
-        elif which == "array_value":
-            out[kv.key] = _array_to_str(value)
-        else:
-            out[kv.key] = any_value_to_str(value)
-    return out
-
-
-def _array_to_str(value: AnyValue) -> str:
-    """An array as compact JSON; an array of strings (the usual kind) without building a list for
-    :func:`json.dumps` (same text: ``["a","b"]``)."""
-    items = value.array_value.values
-    if all(item.WhichOneof("value") == "string_value" for item in items):
-        return "[" + ",".join([_json_string(item.string_value) for item in items]) + "]"
-    return any_value_to_str(value)
-
-
-class _InvalidValue(Exception):
-    """An encoded attribute value that is not a valid ``AnyValue`` (e.g. invalid UTF-8)."""
-
-
-_VALUE_TEXTS: dict[bytes, str] = {}
-"""Encoded ``AnyValue`` → text, for short values: model names, operations, flags and counts recur
-across spans and exports. Cleared when full, so it stays small (at most a few MB)."""
-_CACHED_VALUE_BYTES: Final = 256
-_CACHED_VALUES: Final = 8192
-
-
-def raw_attributes_to_dict(attributes: Iterable[Any]) -> dict[str, str]:
-    """Attributes whose values are encoded ``AnyValue`` bytes (:func:`raw_values_request_class`)
-    as text, identical to :func:`attributes_to_dict`: a value seen before costs one dict lookup.
-    Raises :class:`_InvalidValue` for a value the strict parse must handle."""
-    out: dict[str, str] = {}
-    texts = _VALUE_TEXTS
-    for kv in attributes:
-        raw = kv.value
-        text = texts.get(raw)
-        if text is None:
-            text = _raw_value_text(raw)
-            if len(raw) <= _CACHED_VALUE_BYTES:
-                if len(texts) >= _CACHED_VALUES:
-                    texts.clear()
-                texts[raw] = text
-        out[kv.key] = text
-    return out
-
-
-def _raw_value_text(raw: bytes) -> str:
-    value = AnyValue()
-    try:
-        value.ParseFromString(raw)
-    except (DecodeError, ValueError) as exc:
-        raise _InvalidValue(str(exc)) from exc
-    return value_to_str(value)
-
-
-def value_to_str(value: AnyValue) -> str:
-    """One attribute value as text, as :func:`attributes_to_dict` writes it."""
-    which = value.WhichOneof("value")
-    if which == "string_value":
-        return value.string_value
-    if which == "int_value":
-        return str(value.int_value)
-    if which == "bool_value":
-        return "true" if value.bool_value else "false"
-    if which == "array_value":
-        return _array_to_str(value)
-    return any_value_to_str(value)
-
-
-def any_value_to_str(value: AnyValue) -> str:
-    """Scalars as text (bools as ``true``/``false``), arrays and maps as JSON."""
-    plain = _plain(value)
-    if isinstance(plain, str):
-        return plain
-    if isinstance(plain, bool):
-        return "true" if plain else "false"
-    if isinstance(plain, (int, float)):
-        return repr(plain)
-    return json.dumps(plain, separators=(",", ":"))
-
-
-def _plain(value: AnyValue) -> Any:
-    which = value.WhichOneof("value")
-    if which is None:
-        return ""
-    if which == "array_value":
-        return [_plain(item) for item in value.array_value.values]
-    if which == "kvlist_value":
-        return {kv.key: _plain(kv.value) for kv in value.kvlist_value.values}
-    if which == "bytes_value":
-        return value.bytes_value.hex()
-    return getattr(value, which)
 
 
 # --- responses -----------------------------------------------------------------------------------
