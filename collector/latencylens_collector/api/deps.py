@@ -36,7 +36,6 @@ def get_now(request: Request) -> datetime:
     return datetime.fromtimestamp(clock() / 1e9, tz=timezone.utc)
 
 
-DEFAULT_PROJECT = "default"
 _KEY_STORE_LOCK = threading.Lock()
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Final
 
+from latencylens_collector.analysis.records import DEFAULT_PROJECT
 from latencylens_collector.auth.store import KeyStore
 
-DEFAULT_PROJECT: Final = "default"
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 BEARER: Final = "bearer "
 

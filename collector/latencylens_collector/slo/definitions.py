@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from latencylens_collector.analysis.records import DEFAULT_PROJECT
 from latencylens_collector.queries.times import parse_duration
 
 
@@ -103,7 +104,7 @@ class SloDefinition(BaseModel):
 class SloFileEntry(SloDefinition):
     """A YAML entry may name the project it belongs to (default: ``default``)."""
 
-    project: str = "default"
+    project: str = DEFAULT_PROJECT
 
 
 class SloFile(BaseModel):
