@@ -35,6 +35,7 @@ from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
 from latencylens_collector.intake import otlp
 from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
+    QUEUE_FULL_RETRY_S,
     Outcome,
     Pipeline,
     PipelineClosed,
@@ -50,7 +51,6 @@ _log = logging.getLogger(__name__)
 
 PROTOCOL: Final = "grpc"
 SERVICE_NAME: Final = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name
-QUEUE_FULL_RETRY_S: Final = 1
 MAX_WORKERS: Final = 16
 """Concurrent Export calls being decoded or waiting for their batch to be written."""
 

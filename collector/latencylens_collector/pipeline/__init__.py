@@ -5,10 +5,17 @@ the future resolves, i.e. when the spans are in ClickHouse or fsync'ed in the sp
 submit inside :meth:`Pipeline.decoding`, so the writer flushes as soon as no export is on its way.
 """
 
-from latencylens_collector.pipeline.queue import Outcome, PipelineClosed, QueueFull, WriteFailed
+from latencylens_collector.pipeline.queue import (
+    QUEUE_FULL_RETRY_S,
+    Outcome,
+    PipelineClosed,
+    QueueFull,
+    WriteFailed,
+)
 from latencylens_collector.pipeline.service import Pipeline, PipelineStatus
 
 __all__ = [
+    "QUEUE_FULL_RETRY_S",
     "Outcome",
     "Pipeline",
     "PipelineClosed",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Final
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.runtime import metrics
@@ -34,6 +35,11 @@ class Outcome(enum.Enum):
 
 class QueueFull(Exception):
     """No room for the export now; the sender should retry later."""
+
+
+QUEUE_FULL_RETRY_S: Final = 1
+"""How long a sender refused with :class:`QueueFull` waits (``Retry-After``, gRPC ``RetryInfo``): a
+full queue drains within a flush or two."""
 
 
 class PipelineClosed(Exception):

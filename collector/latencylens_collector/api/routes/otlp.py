@@ -17,7 +17,13 @@ from fastapi import APIRouter, Request, Response
 from latencylens_collector.api.deps import ProjectDep, SettingsDep
 from latencylens_collector.intake import otlp
 from latencylens_collector.intake.received import count_received
-from latencylens_collector.pipeline import Pipeline, PipelineClosed, QueueFull, WriteFailed
+from latencylens_collector.pipeline import (
+    QUEUE_FULL_RETRY_S,
+    Pipeline,
+    PipelineClosed,
+    QueueFull,
+    WriteFailed,
+)
 from latencylens_collector.runtime import metrics
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.storage.store import RETRY_AFTER_SECONDS
@@ -32,8 +38,6 @@ ACCEPTED_TYPES: Final = ", ".join(_CONTENT_TYPES)
 
 # google.rpc.Code values for the error body.
 _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _INTERNAL, _UNAVAILABLE = 3, 8, 13, 14
-QUEUE_FULL_RETRY_AFTER_SECONDS: Final = 1
-"""A full queue drains within a flush or two: retry soon."""
 PROTOCOL: Final = "http"
 DECODE_THREADS: Final = 2
 """Exports decoded at once. Decoding is Python holding the GIL, so more threads add no speed;
@@ -97,9 +101,7 @@ async def export_traces(request: Request, settings: SettingsDep, project: Projec
     except otlp.OtlpDecodeError as exc:
         return _refuse("bad_request", 400, _INVALID_ARGUMENT, str(exc), as_json)
     except QueueFull as exc:
-        return _refuse(
-            "queue_full", 429, _RESOURCE_EXHAUSTED, str(exc), as_json, QUEUE_FULL_RETRY_AFTER_SECONDS
-        )
+        return _refuse("queue_full", 429, _RESOURCE_EXHAUSTED, str(exc), as_json, QUEUE_FULL_RETRY_S)
     except (PipelineClosed, WriteFailed) as exc:
         _log.warning("could not accept spans: %s", exc)
         return _refuse("unavailable", 503, _UNAVAILABLE, str(exc), as_json, RETRY_AFTER_SECONDS)
