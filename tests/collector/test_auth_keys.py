@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from google.rpc.status_pb2 import Status
 from otlp_builders import chat_trace, protobuf_body, recent_base_ns
 
 from latencylens_collector.auth import KeyStore, LocalModeError, check_listen_address
@@ -97,11 +98,13 @@ def test_missing_bad_and_revoked_keys_get_401(start_collector: Callable[..., Any
 
     response, _ = post_trace(collector.url)
     assert response.status_code == 401
-    assert "missing API key" in response.json()["detail"]
+    # An OTLP export is answered in its own encoding: a protobuf google.rpc.Status.
+    assert response.headers["content-type"] == "application/x-protobuf"
+    assert "missing API key" in Status.FromString(response.content).message
     assert response.headers["www-authenticate"] == "Bearer"
     response, _ = post_trace(collector.url, bearer(raw + "tampered"))
     assert response.status_code == 401
-    assert "invalid or revoked" in response.json()["detail"]
+    assert "invalid or revoked" in Status.FromString(response.content).message
     assert httpx.get(f"{collector.url}/api/requests").status_code == 401
     assert (
         httpx.get(f"{collector.url}/api/requests", headers={"Authorization": "Basic abc"}).status_code == 401

@@ -6,29 +6,28 @@ are stored or spooled. A full queue is ``RESOURCE_EXHAUSTED`` and unavailable st
 ``UNAVAILABLE``, both with a ``RetryInfo`` trailer so exporters wait before retrying.
 
 The method is registered like ``add_TraceServiceServicer_to_server`` does, with one change: the
-raw body is decoded inside ``Export`` (not by a request deserializer), within
-:meth:`Pipeline.decoding` so the writer waits for its spans rather than flushing without them;
-strings that are not UTF-8 are repaired (the stock deserializer fails the whole call with INTERNAL)
-and an undecodable body is INVALID_ARGUMENT with the reason.
+raw body is decoded inside ``Export`` (not by a request deserializer) by the same decoder as
+OTLP/HTTP, within :meth:`Pipeline.decoding` so the writer waits for its spans rather than flushing
+without them: strings that are not UTF-8 are repaired (the stock deserializer fails the whole call
+with INTERNAL), a malformed span is rejected alone (``partial_success``), and an undecodable body is
+INVALID_ARGUMENT with the reason. The key is checked and the queue asked for room before decoding.
+An export that decodes to more than one insert may hold is RESOURCE_EXHAUSTED without
+``RetryInfo`` (retrying cannot help); the message size limit is gRPC's own
+(``max_body_bytes``, after decompression).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Final, NoReturn
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceServicer
 
 from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
@@ -36,6 +35,7 @@ from latencylens_collector.intake import otlp
 from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
     QUEUE_FULL_RETRY_S,
+    ExportTooLarge,
     Outcome,
     Pipeline,
     PipelineClosed,
@@ -55,23 +55,6 @@ MAX_WORKERS: Final = 16
 """Concurrent Export calls being decoded or waiting for their batch to be written."""
 
 
-@dataclass
-class ReceivedExport:
-    """A decoded request body, what was repaired in it, or why it could not be decoded."""
-
-    request: ExportTraceServiceRequest | None
-    warnings: Counter[str] = field(default_factory=Counter)
-    error: str = ""
-
-
-def deserialize(body: bytes) -> ReceivedExport:
-    warnings: Counter[str] = Counter()
-    try:
-        return ReceivedExport(otlp.parse_protobuf(body, warnings), warnings)
-    except otlp.OtlpDecodeError as exc:
-        return ReceivedExport(None, warnings, str(exc))
-
-
 class TraceReceiver(TraceServiceServicer):
     """``TraceService/Export`` over the ingest pipeline."""
 
@@ -87,8 +70,15 @@ class TraceReceiver(TraceServiceServicer):
     def Export(self, request: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         """``request`` is the raw body; it is decoded and queued here, then the call waits for the
         writer outside :meth:`Pipeline.decoding` (inside it, the writer would wait for the call)."""
+        project = self._project(context)
+        try:
+            self.pipeline.check_room(project)
+        except QueueFull as exc:
+            _refuse(context, "queue_full", grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), QUEUE_FULL_RETRY_S)
+        except PipelineClosed as exc:
+            _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
         with self.pipeline.decoding():
-            batch = self._decode(request, context)
+            batch = self._decode(request, project, context)
             written = self._submit(batch, context) if batch.spans else None
         if written is not None:
             try:
@@ -97,21 +87,23 @@ class TraceReceiver(TraceServiceServicer):
                 _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
         return otlp.export_response(batch)
 
-    def _decode(self, body: bytes, context: grpc.ServicerContext) -> otlp.DecodedBatch:
-        received = deserialize(body)
-        if received.request is None:
-            metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="bad_request").inc()
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, received.error)
+    def _project(self, context: grpc.ServicerContext) -> str:
         metadata = {key.lower(): value for key, value in context.invocation_metadata()}
         try:
-            project = resolve_project(
+            return resolve_project(
                 _text(metadata.get("authorization")), self.keys(), _text(metadata.get("x-api-key"))
             )
         except Unauthorized as exc:
             metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="unauthenticated").inc()
             _abort(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
+
+    def _decode(self, body: bytes, project: str, context: grpc.ServicerContext) -> otlp.DecodedBatch:
         limits = otlp.Limits.of(self.settings, now_ns=self.clock())
-        batch = otlp.flatten(received.request, project=project, limits=limits, warnings=received.warnings)
+        try:
+            batch = otlp.decode(body, as_json=False, project=project, limits=limits)
+        except otlp.OtlpDecodeError as exc:
+            metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="bad_request").inc()
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         count_received(batch, PROTOCOL)
         return batch
 
@@ -120,6 +112,9 @@ class TraceReceiver(TraceServiceServicer):
             return self.pipeline.submit(batch.spans)
         except QueueFull as exc:
             _refuse(context, "queue_full", grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), QUEUE_FULL_RETRY_S)
+        except ExportTooLarge as exc:
+            metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="too_large").inc()
+            _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except PipelineClosed as exc:
             _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
 

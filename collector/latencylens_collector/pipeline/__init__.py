@@ -7,6 +7,7 @@ submit inside :meth:`Pipeline.decoding`, so the writer flushes as soon as no exp
 
 from latencylens_collector.pipeline.queue import (
     QUEUE_FULL_RETRY_S,
+    ExportTooLarge,
     Outcome,
     PipelineClosed,
     QueueFull,
@@ -16,6 +17,7 @@ from latencylens_collector.pipeline.service import Pipeline, PipelineStatus
 
 __all__ = [
     "QUEUE_FULL_RETRY_S",
+    "ExportTooLarge",
     "Outcome",
     "Pipeline",
     "PipelineClosed",

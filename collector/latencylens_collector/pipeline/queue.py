@@ -1,9 +1,16 @@
-"""The bounded hand-off between receivers and the writer, measured in spans.
+"""The bounded hand-off between receivers and the writer, measured in spans and in bytes.
 
 A receiver puts one :class:`Ticket` per export request and waits on its future; the writer takes
-tickets in batches bounded by size and by how long the oldest has waited. When the queue is full
-``put`` refuses at once, so the receiver can answer 429 / RESOURCE_EXHAUSTED instead of buffering
-without limit.
+tickets in batches bounded by spans, by bytes and by how long the oldest has waited. When the queue
+is full ``put`` refuses at once, so the receiver can answer 429 / RESOURCE_EXHAUSTED instead of
+buffering without limit. Bytes are what the decoded spans weigh (:func:`rows_bytes`: their text,
+resource included, plus a fixed cost per span and per attribute), so memory is bounded however
+large the spans are, not only how many.
+
+Projects are served fairly: each has its own FIFO of tickets, ``take`` visits the projects in turn
+(round robin, one ticket each), and one project may hold at most ``project_share`` of the spans
+and of the bytes, so a project flooding the collector is refused (429) while another still gets in
+and is written within a batch or two.
 
 Receivers also say while they decode an export (:meth:`BoundedQueue.decoding`): the writer waits
 for a fuller batch only while more spans are about to arrive, so a lone sender is never held for
@@ -16,14 +23,55 @@ import enum
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from sys import getsizeof
 from typing import Final
 
-from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.records import DEFAULT_PROJECT, SpanRow
 from latencylens_collector.runtime import metrics
+
+DEFAULT_CAPACITY_BYTES: Final = 256 * 1024 * 1024
+ROW_BYTES: Final = 500
+"""Fixed cost of one span held in memory: the row object, its ids and small fields, its dict."""
+SLOT_BYTES: Final = 40
+"""Cost of one attribute beyond its two strings: its slot in the dict."""
+EVENT_BYTES: Final = 150
+"""Fixed cost of one span event (its tuple and attribute dict)."""
+
+
+def rows_bytes(rows: Sequence[SpanRow]) -> int:
+    """What decoded spans weigh, in bytes: the size of each string they hold (``sys.getsizeof``:
+    a text with one character outside Latin-1 takes 2 or 4 bytes per character) plus the fixed
+    costs above. Checked against tracemalloc (tests/collector/test_limits_queue.py): never below
+    what the spans hold. The resource counts once per span, as each span is inserted (and
+    spooled) with it, so an export cannot weigh little in the queue and much in the writer."""
+    total = 0
+    resources: dict[int, int] = {}
+    for row in rows:
+        resource = row.resource_attributes
+        weight = resources.get(id(resource))
+        if weight is None:
+            weight = resources[id(resource)] = _mapping_bytes(resource)
+        total += ROW_BYTES + weight + _mapping_bytes(row.attributes) + getsizeof(row.name)
+        for event in row.events:
+            total += EVENT_BYTES + getsizeof(event.name) + _mapping_bytes(event.attributes)
+    return total
+
+
+_ASCII_STRING_BYTES: Final = getsizeof("")
+"""An ASCII string's size beyond its characters (one byte each)."""
+
+
+def _mapping_bytes(values: dict[str, str]) -> int:
+    """Exact string sizes; all-ASCII text (the usual case) is measured by joining, one C call for
+    the lot instead of one ``getsizeof`` per string."""
+    keys, texts = "".join(values), "".join(values.values())
+    if keys.isascii() and texts.isascii():
+        return len(keys) + len(texts) + (2 * _ASCII_STRING_BYTES + SLOT_BYTES) * len(values)
+    return sum(map(getsizeof, values)) + sum(map(getsizeof, values.values())) + SLOT_BYTES * len(values)
 
 
 class Outcome(enum.Enum):
@@ -42,6 +90,10 @@ QUEUE_FULL_RETRY_S: Final = 1
 full queue drains within a flush or two."""
 
 
+class ExportTooLarge(Exception):
+    """The export can never be admitted (it weighs more than one insert may); do not retry it."""
+
+
 class PipelineClosed(Exception):
     """The pipeline is not running (starting up or shutting down)."""
 
@@ -57,16 +109,34 @@ class Ticket:
     spans: list[SpanRow]
     enqueued_at: float = 0.0
     future: Future[Outcome] = field(default_factory=Future)
+    nbytes: int = 0
+    """What the spans weigh (:func:`rows_bytes`)."""
+    project: str = DEFAULT_PROJECT
 
 
 class BoundedQueue:
-    """FIFO of tickets holding at most ``capacity_spans`` spans (one oversized ticket fits alone)."""
+    """Per-project FIFOs of tickets holding at most ``capacity_spans`` spans and ``capacity_bytes``
+    bytes in all, and at most ``project_share`` of each per project. A ticket over the limits fits
+    when its project holds nothing and the queue is empty (it cannot be refused forever)."""
 
-    def __init__(self, capacity_spans: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        capacity_spans: int,
+        capacity_bytes: int = DEFAULT_CAPACITY_BYTES,
+        project_share: float = 1.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.capacity_spans = max(1, capacity_spans)
+        self.capacity_bytes = max(1, capacity_bytes)
+        self.share_spans = max(1, int(self.capacity_spans * project_share))
+        self.share_bytes = max(1, int(self.capacity_bytes * project_share))
         self._monotonic = monotonic
-        self._items: deque[Ticket] = deque()
+        self._queues: dict[str, deque[Ticket]] = {}
+        self._turns: deque[str] = deque()
+        """Projects with tickets, the next to serve first."""
+        self._held: dict[str, tuple[int, int]] = {}
         self._spans = 0
+        self._bytes = 0
         self._decoding = 0
         self._closed = False
         self._cond = threading.Condition()
@@ -75,6 +145,15 @@ class BoundedQueue:
     def depth(self) -> int:
         """Spans waiting for the writer."""
         return self._spans
+
+    @property
+    def bytes(self) -> int:
+        """What the spans waiting for the writer weigh (:func:`rows_bytes`)."""
+        return self._bytes
+
+    def held(self, project: str) -> tuple[int, int]:
+        """Spans and bytes ``project`` has waiting."""
+        return self._held.get(project, (0, 0))
 
     @property
     def closed(self) -> bool:
@@ -96,24 +175,54 @@ class BoundedQueue:
         finally:
             with self._cond:
                 self._decoding -= 1
-                if not self._decoding and self._items:
+                if not self._decoding and self._turns:
                     self._cond.notify_all()
 
-    def put(self, spans: list[SpanRow]) -> Ticket:
-        """Enqueue; raises :class:`QueueFull` or :class:`PipelineClosed` without waiting."""
+    def put(self, spans: list[SpanRow], nbytes: int | None = None, project: str | None = None) -> Ticket:
+        """Enqueue (``nbytes``: :func:`rows_bytes` of ``spans``, computed when not given; ``project``:
+        the spans' own); raises :class:`QueueFull` or :class:`PipelineClosed` without waiting."""
+        if nbytes is None:
+            nbytes = rows_bytes(spans)
+        if project is None:
+            project = spans[0].project if spans else DEFAULT_PROJECT
         with self._cond:
             if self._closed:
                 raise PipelineClosed("the collector is shutting down")
-            if self._spans and self._spans + len(spans) > self.capacity_spans:
-                raise QueueFull(
-                    f"ingest queue full ({self._spans} of {self.capacity_spans} spans waiting); retry later"
-                )
-            ticket = Ticket(spans, enqueued_at=self._monotonic())
-            self._items.append(ticket)
+            self._check_room(project, len(spans), nbytes)
+            ticket = Ticket(spans, enqueued_at=self._monotonic(), nbytes=nbytes, project=project)
+            queue = self._queues.get(project)
+            if queue is None:
+                queue = self._queues[project] = deque()
+                self._turns.append(project)
+            queue.append(ticket)
+            held_spans, held_bytes = self._held.get(project, (0, 0))
+            self._held[project] = (held_spans + len(spans), held_bytes + nbytes)
             self._spans += len(spans)
+            self._bytes += nbytes
             metrics.QUEUE_DEPTH.set(self._spans)
             self._cond.notify_all()
             return ticket
+
+    def check_room(self, project: str) -> None:
+        """Raise :class:`QueueFull` when no export of ``project`` could be put now (before its body
+        is read and decoded: a flooding sender costs no decoding)."""
+        with self._cond:
+            self._check_room(project, 1, 1)
+
+    def _check_room(self, project: str, spans: int, nbytes: int) -> None:
+        if self._spans and (
+            self._spans + spans > self.capacity_spans or self._bytes + nbytes > self.capacity_bytes
+        ):
+            raise QueueFull(
+                f"ingest queue full ({self._spans} of {self.capacity_spans} spans, {_mib(self._bytes)} of "
+                f"{_mib(self.capacity_bytes)} waiting); retry later"
+            )
+        held_spans, held_bytes = self._held.get(project, (0, 0))
+        if held_spans and (held_spans + spans > self.share_spans or held_bytes + nbytes > self.share_bytes):
+            raise QueueFull(
+                f"ingest queue full for project {project!r}: it holds its share ({held_spans} of "
+                f"{self.share_spans} spans, {_mib(held_bytes)} of {_mib(self.share_bytes)}); retry later"
+            )
 
     def close(self) -> None:
         """Refuse new tickets; ``take`` still hands out what is queued."""
@@ -121,32 +230,57 @@ class BoundedQueue:
             self._closed = True
             self._cond.notify_all()
 
-    def take(self, max_spans: int, linger_s: float, idle_timeout_s: float) -> list[Ticket]:
+    def take(
+        self, max_spans: int, linger_s: float, idle_timeout_s: float, max_bytes: int | None = None
+    ) -> list[Ticket]:
         """The next batch: waits up to ``idle_timeout_s`` for a first ticket, then only while an
         export is being decoded (more spans are about to arrive), and at most until ``max_spans``
-        are queued or the oldest ticket has waited ``linger_s`` (closing flushes at once).
+        spans or ``max_bytes`` bytes are queued or the oldest ticket has waited ``linger_s``
+        (closing flushes at once). Tickets are taken one per project in turn, while the batch
+        stays within both bounds (a first ticket over them is taken alone).
         Returns [] on idle timeout or when closed and empty."""
+        limit_bytes = self.capacity_bytes if max_bytes is None else max_bytes
         with self._cond:
             idle_until = self._monotonic() + idle_timeout_s
-            while not self._items and not self._closed:
+            while not self._turns and not self._closed:
                 remaining = idle_until - self._monotonic()
                 if remaining <= 0:
                     return []
                 self._cond.wait(remaining)
-            if not self._items:
+            if not self._turns:
                 return []
-            flush_at = self._items[0].enqueued_at + linger_s
-            while self._decoding and self._spans < max_spans and not self._closed:
+            flush_at = min(queue[0].enqueued_at for queue in self._queues.values()) + linger_s
+            while (
+                self._decoding and self._spans < max_spans and self._bytes < limit_bytes and not self._closed
+            ):
                 remaining = flush_at - self._monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
             batch: list[Ticket] = []
-            taken = 0
-            while self._items and (not batch or taken + len(self._items[0].spans) <= max_spans):
-                ticket = self._items.popleft()
+            spans = nbytes = 0
+            while self._turns:
+                project = self._turns[0]
+                queue = self._queues[project]
+                ticket = queue[0]
+                if batch and (spans + len(ticket.spans) > max_spans or nbytes + ticket.nbytes > limit_bytes):
+                    break
+                queue.popleft()
                 batch.append(ticket)
-                taken += len(ticket.spans)
-            self._spans -= taken
+                spans += len(ticket.spans)
+                nbytes += ticket.nbytes
+                held_spans, held_bytes = self._held[project]
+                self._held[project] = (held_spans - len(ticket.spans), held_bytes - ticket.nbytes)
+                if queue:
+                    self._turns.rotate(-1)
+                else:
+                    self._turns.popleft()
+                    del self._queues[project], self._held[project]
+            self._spans -= spans
+            self._bytes -= nbytes
             metrics.QUEUE_DEPTH.set(self._spans)
             return batch
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / (1024 * 1024):.1f} MiB"

@@ -9,8 +9,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline.admission import TraceCap
 from latencylens_collector.pipeline.ingest import Ingestor
-from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, PipelineClosed
+from latencylens_collector.pipeline.queue import (
+    BoundedQueue,
+    ExportTooLarge,
+    Outcome,
+    PipelineClosed,
+    QueueFull,
+    rows_bytes,
+)
 from latencylens_collector.pipeline.spool import Spool, SpoolCounts, SpoolError
 from latencylens_collector.pipeline.writer import Writer
 from latencylens_collector.settings import Settings
@@ -44,7 +52,10 @@ class Pipeline:
 
     def __init__(self, settings: Settings, ingestor: Ingestor) -> None:
         self.settings = settings
-        self.queue = BoundedQueue(settings.max_queue_spans)
+        self.queue = BoundedQueue(
+            settings.max_queue_spans, settings.max_queue_bytes, settings.queue_project_share
+        )
+        self.trace_cap = TraceCap(settings.max_trace_spans)
         self.spool = (
             Spool(settings.spool_dir, settings.max_spool_bytes) if settings.spool_dir is not None else None
         )
@@ -55,6 +66,7 @@ class Pipeline:
             self.spool,
             max_batch_spans=settings.max_batch_spans,
             flush_interval_s=settings.flush_interval_ms / 1000,
+            max_batch_bytes=settings.max_batch_bytes,
         )
 
     def start(self) -> None:
@@ -88,11 +100,30 @@ class Pipeline:
             yield
 
     def submit(self, spans: list[SpanRow]) -> Future[Outcome]:
-        """Queue an export's spans; the future resolves once they are stored or spooled (or fails
-        with WriteFailed). Raises QueueFull or PipelineClosed at once."""
+        """Queue an export's spans (all of one project); the future resolves once they are stored
+        or spooled (or fails with WriteFailed). Spans past their trace's cap are marked
+        (:mod:`.admission`). Raises QueueFull, ExportTooLarge or PipelineClosed at once."""
         if not self.writer.running:
             raise PipelineClosed("the collector is not running its writer (starting or stopping)")
-        return self.queue.put(spans).future
+        nbytes = rows_bytes(spans)
+        if nbytes > self.settings.max_batch_bytes:
+            raise ExportTooLarge(
+                f"export decodes to {nbytes} bytes, more than max_batch_bytes "
+                f"({self.settings.max_batch_bytes} bytes) one insert may hold"
+            )
+        spans, undo = self.trace_cap.admit(spans)
+        try:
+            return self.queue.put(spans, nbytes).future
+        except (QueueFull, PipelineClosed):
+            undo()
+            raise
+
+    def check_room(self, project: str) -> None:
+        """Raise QueueFull (or PipelineClosed) when no export of ``project`` could be queued now, so
+        a receiver can refuse it before reading and decoding its body."""
+        if not self.writer.running:
+            raise PipelineClosed("the collector is not running its writer (starting or stopping)")
+        self.queue.check_room(project)
 
     def status(self) -> PipelineStatus:
         state = self.writer.state()

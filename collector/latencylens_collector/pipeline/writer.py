@@ -71,11 +71,14 @@ class Writer:
         max_batch_spans: int,
         flush_interval_s: float,
         monotonic: Callable[[], float] = time.monotonic,
+        max_batch_bytes: int | None = None,
     ) -> None:
         self.queue = queue
         self.ingestor = ingestor
         self.spool = spool
         self.max_batch_spans = max(1, max_batch_spans)
+        self.max_batch_bytes = max(1, max_batch_bytes) if max_batch_bytes is not None else None
+        """Most bytes of decoded spans per insert (:func:`~.queue.rows_bytes`); None: the queue's."""
         self.flush_interval_s = flush_interval_s
         self._monotonic = monotonic
         self._thread: threading.Thread | None = None
@@ -115,7 +118,9 @@ class Writer:
         otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         while True:
             wait = 0.0 if self._replay_due() else self._idle_wait()
-            tickets = self.queue.take(self.max_batch_spans, self.flush_interval_s, wait)
+            tickets = self.queue.take(
+                self.max_batch_spans, self.flush_interval_s, wait, max_bytes=self.max_batch_bytes
+            )
             if tickets:
                 self._flush(tickets)
             elif self.queue.closed:

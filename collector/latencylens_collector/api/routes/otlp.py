@@ -1,24 +1,32 @@
-"""OTLP/HTTP trace intake (``POST /v1/traces``), protobuf or JSON, optionally gzipped.
+"""OTLP/HTTP trace intake (``POST /v1/traces``), protobuf or JSON, optionally gzip- or deflate-compressed.
 
 The answer comes once the spans are durable (in ClickHouse or fsync'ed in the spool); a full queue
-is answered 429 with ``Retry-After``, as OTLP exporters expect.
+is answered 429 with ``Retry-After``, as OTLP exporters expect. The caller's key is checked and the
+queue asked for room before the body is read, so a refused export costs no reading or decoding;
+the body is inflated as it arrives and refused at ``max_body_bytes``; decoding and queueing run in
+a worker thread (never on the event loop). Every error body is a ``google.rpc.Status`` in the
+request's encoding (JSON when the Content-Type is not one of OTLP's).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import zlib
+from concurrent.futures import Future
 from typing import Final
 
 import anyio
 from fastapi import APIRouter, Request, Response
 
-from latencylens_collector.api.deps import ProjectDep, SettingsDep
+from latencylens_collector.api.deps import SettingsDep, app_key_store
+from latencylens_collector.auth import Unauthorized, resolve_project
 from latencylens_collector.intake import otlp
+from latencylens_collector.intake.body import BodyReader, BodyTooLarge, MalformedBody, UnsupportedEncoding
 from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
     QUEUE_FULL_RETRY_S,
+    ExportTooLarge,
+    Outcome,
     Pipeline,
     PipelineClosed,
     QueueFull,
@@ -37,7 +45,7 @@ _CONTENT_TYPES: Final = {PROTOBUF: False, "application/protobuf": False, JSON: T
 ACCEPTED_TYPES: Final = ", ".join(_CONTENT_TYPES)
 
 # google.rpc.Code values for the error body.
-_INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _INTERNAL, _UNAVAILABLE = 3, 8, 13, 14
+_INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _INTERNAL, _UNAVAILABLE, _UNAUTHENTICATED = 3, 8, 13, 14, 16
 PROTOCOL: Final = "http"
 DECODE_THREADS: Final = 2
 """Exports decoded at once. Decoding is Python holding the GIL, so more threads add no speed;
@@ -63,22 +71,30 @@ class _Rejected(Exception):
     "/v1/traces",
     summary="Export traces (OTLP/HTTP)",
     description="Accepts an ExportTraceServiceRequest as `application/x-protobuf` or `application/json` "
-    "(optionally `Content-Encoding: gzip`) and answers with an ExportTraceServiceResponse in the same "
-    "encoding once the spans are stored (or spooled to disk); invalid spans are dropped and "
-    "reported in `partial_success`, repaired ones (invalid UTF-8, oversized values) are kept and "
-    "reported there with `rejected_spans` 0.",
+    "(optionally `Content-Encoding: gzip` or `deflate`) and answers with an ExportTraceServiceResponse "
+    "in the same encoding once the spans are stored (or spooled to disk); invalid spans (wrong ids or "
+    "times, malformed, fields of the wrong type) are dropped and reported in `partial_success`, "
+    "repaired ones (invalid UTF-8, oversized or too deeply nested values, spans over the byte budget) "
+    "are kept and reported there with `rejected_spans` 0. Limits: docs/collector.md#limits.",
     response_class=Response,
     responses={
-        400: {"description": "Body could not be decoded."},
-        413: {"description": "Body larger than the configured limit."},
+        400: {"description": "Body could not be decoded (not OTLP, or compressed data cut short)."},
+        401: {"description": "Missing or invalid API key (once keys exist)."},
+        413: {"description": "Body larger than max_body_bytes, or decodes to more than max_batch_bytes."},
         415: {"description": "Unsupported Content-Type or Content-Encoding."},
-        429: {"description": "Ingest queue full; retry after Retry-After seconds."},
+        429: {"description": "Ingest queue (or the project's share of it) full; retry after Retry-After."},
         503: {"description": "Storage and spool unavailable; retry after Retry-After seconds."},
     },
 )
-async def export_traces(request: Request, settings: SettingsDep, project: ProjectDep) -> Response:
+async def export_traces(request: Request, settings: SettingsDep) -> Response:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     as_json = _CONTENT_TYPES.get(content_type)
+    try:
+        project = _project(request)
+    except Unauthorized as exc:
+        response = _refuse("unauthenticated", 401, _UNAUTHENTICATED, str(exc), as_json is not False)
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
     if as_json is None:
         shown = content_type or "none"
         metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="unsupported_media_type").inc()
@@ -87,13 +103,12 @@ async def export_traces(request: Request, settings: SettingsDep, project: Projec
     clock: Clock = request.app.state.clock
     limits = otlp.Limits.of(settings, now_ns=clock())
     try:
+        pipeline.check_room(project)
         body = await _read_body(request, settings.max_body_bytes)
         with pipeline.decoding():  # until the spans are queued: the writer flushes once none is open
-            batch = await anyio.to_thread.run_sync(
-                otlp.decode, body, as_json, project, limits, limiter=_limiter(request)
+            batch, written = await anyio.to_thread.run_sync(
+                _decode_and_submit, pipeline, body, as_json, project, limits, limiter=_limiter(request)
             )
-            count_received(batch, PROTOCOL)
-            written = pipeline.submit(batch.spans) if batch.spans else None
         if written is not None:
             await asyncio.wrap_future(written)
     except _Rejected as exc:
@@ -102,6 +117,8 @@ async def export_traces(request: Request, settings: SettingsDep, project: Projec
         return _refuse("bad_request", 400, _INVALID_ARGUMENT, str(exc), as_json)
     except QueueFull as exc:
         return _refuse("queue_full", 429, _RESOURCE_EXHAUSTED, str(exc), as_json, QUEUE_FULL_RETRY_S)
+    except ExportTooLarge as exc:
+        return _refuse("too_large", 413, _RESOURCE_EXHAUSTED, str(exc), as_json)
     except (PipelineClosed, WriteFailed) as exc:
         _log.warning("could not accept spans: %s", exc)
         return _refuse("unavailable", 503, _UNAVAILABLE, str(exc), as_json, RETRY_AFTER_SECONDS)
@@ -111,40 +128,36 @@ async def export_traces(request: Request, settings: SettingsDep, project: Projec
     return Response(otlp.encode_response(batch, as_json), media_type=_media_type(as_json))
 
 
+def _project(request: Request) -> str:
+    """The caller's project (raises Unauthorized); answered here rather than by a dependency so
+    that a protobuf request's 401 is a protobuf Status too."""
+    headers = request.headers
+    keys = app_key_store(request.app)
+    return resolve_project(headers.get("authorization"), keys, headers.get("x-api-key"))
+
+
+def _decode_and_submit(
+    pipeline: Pipeline, body: bytes, as_json: bool, project: str, limits: otlp.Limits
+) -> tuple[otlp.DecodedBatch, Future[Outcome] | None]:
+    batch = otlp.decode(body, as_json, project, limits)
+    count_received(batch, PROTOCOL)
+    return batch, pipeline.submit(batch.spans) if batch.spans else None
+
+
 async def _read_body(request: Request, limit: int) -> bytes:
-    """The decompressed body, refusing anything over ``limit`` bytes before or after gunzip."""
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("identity", "gzip", ""):
-        raise _Rejected(
-            415,
-            _INVALID_ARGUMENT,
-            f"unsupported Content-Encoding {encoding}; use gzip or none",
-            "unsupported_media_type",
-        )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit), "too_large")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit), "too_large")
-        chunks.append(chunk)
-    body = b"".join(chunks)
-    if encoding != "gzip":
-        return body
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    """The (inflated) body, refused as soon as it is over ``limit`` bytes (:mod:`.intake.body`)."""
     try:
-        data = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise _Rejected(400, _INVALID_ARGUMENT, f"body is not valid gzip: {exc}", "bad_request") from exc
-    if len(data) > limit or inflater.unconsumed_tail:
-        raise _Rejected(413, _RESOURCE_EXHAUSTED, _too_large(limit) + " after decompression", "too_large")
-    return data
-
-
-def _too_large(limit: int) -> str:
-    return f"body larger than {limit} bytes"
+        reader = BodyReader(request.headers.get("content-encoding", ""), limit)
+        reader.check_declared(request.headers.get("content-length"))
+        async for chunk in request.stream():
+            reader.feed(chunk)
+        return reader.finish()
+    except UnsupportedEncoding as exc:
+        raise _Rejected(415, _INVALID_ARGUMENT, str(exc), "unsupported_media_type") from None
+    except BodyTooLarge as exc:
+        raise _Rejected(413, _RESOURCE_EXHAUSTED, str(exc), "too_large") from None
+    except MalformedBody as exc:
+        raise _Rejected(400, _INVALID_ARGUMENT, str(exc), "bad_request") from None
 
 
 def _media_type(as_json: bool) -> str:

@@ -1,0 +1,87 @@
+"""Issue 15, item 2: one project's load cannot starve another's. Two projects, one flooding: the
+flood is refused at its share of the queue while the other project still gets in, and the writer
+takes the other project's export in the first batch rather than after the flood.
+
+The real pipeline (queue, single writer thread, ingestor) on the session's chdb. The writer is
+held the way a receiver holds it while it decodes an export (:meth:`Pipeline.decoding`, with a
+long linger), so the queue fills deterministically; then it is let go and everything is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+
+import pytest
+
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline import Outcome, Pipeline, QueueFull
+from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.settings import Settings
+from latencylens_collector.storage.store import Store
+
+BASE = 1_700_000_000_000_000_000
+MS = 1_000_000
+
+
+def export(project: str, number: int, spans: int = 10) -> list[SpanRow]:
+    trace_id = f"{project}:{number}".encode().ljust(16, b".")
+    return [
+        SpanRow(
+            trace_id,
+            (i + 1).to_bytes(8, "big"),
+            bytes(8) if i == 0 else (1).to_bytes(8, "big"),
+            "api",
+            f"step {i}",
+            "internal",
+            "app",
+            BASE + number * 1000 * MS + i * MS,
+            MS,
+            project=project,
+        )
+        for i in range(spans)
+    ]
+
+
+def test_a_flooding_project_does_not_starve_another(make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings(
+        max_queue_spans=100, queue_project_share=0.5, max_batch_spans=1000, flush_interval_ms=60_000
+    )
+    store = Store(settings)
+    store.migrate()
+    pipeline = Pipeline(settings, Ingestor(store))
+    pipeline.start()
+    done: list[str] = []
+
+    def track(future: Future[Outcome], name: str) -> Future[Outcome]:
+        future.add_done_callback(lambda _: done.append(name))
+        return future
+
+    try:
+        with pipeline.decoding():  # the writer lingers for this "export being decoded"
+            accepted = []
+            for number in range(10):
+                try:
+                    accepted.append(track(pipeline.submit(export("flood", number)), f"flood {number}"))
+                except QueueFull as exc:
+                    assert "ingest queue full for project 'flood'" in str(exc)
+                    break
+            assert len(accepted) == 5  # its share: 50 of 100 spans
+            with pytest.raises(QueueFull):
+                pipeline.check_room("flood")
+            quiet = track(pipeline.submit(export("quiet", 0)), "quiet")
+            assert pipeline.queue.held("quiet") == (10, pipeline.queue.held("quiet")[1])
+        outcomes = [future.result(timeout=60) for future in [*accepted, quiet]]
+    finally:
+        pipeline.stop()
+    assert set(outcomes) == {Outcome.STORED}
+    # One batch, taken a project at a time: the quiet export right after the flood's first.
+    assert done[:2] == ["flood 0", "quiet"]
+    counts = {
+        row["project"]: int(row["spans"])
+        for row in store.query(
+            f"SELECT project, count() AS spans FROM {store.database}.spans FINAL GROUP BY project"
+        )
+    }
+    assert counts == {"flood": 50, "quiet": 10}
+    store.close()

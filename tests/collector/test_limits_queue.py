@@ -1,0 +1,151 @@
+"""Issue 15, items 1 and 2 in the queue: memory bounded in bytes as well as spans (counted from
+what the queue holds), one project's load cannot starve another's, and a trace past the per-trace
+cap is stored marked ``too_large``."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import pytest
+from otlp_builders import chat_trace, export_request, protobuf_body, span
+
+from latencylens import semconv
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.intake import otlp
+from latencylens_collector.pipeline.admission import TraceCap
+from latencylens_collector.pipeline.queue import BoundedQueue, QueueFull, rows_bytes
+
+BASE = 1_700_000_000_000_000_000
+MIB = 1024 * 1024
+
+
+def rows(count: int, project: str = "default", trace: int = 1, attribute_bytes: int = 10) -> list[SpanRow]:
+    return [
+        SpanRow(
+            trace.to_bytes(16, "big"),
+            (i + 1).to_bytes(8, "big"),
+            bytes(8),
+            "api",
+            "step",
+            "internal",
+            "app",
+            BASE + i,
+            1,
+            attributes={"payload": "x" * attribute_bytes},
+            project=project,
+        )
+        for i in range(count)
+    ]
+
+
+def held_by(make: object) -> tuple[object, int]:
+    """What ``make()`` returns and the bytes it holds (traced allocations still alive)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        made = make()  # type: ignore[operator]
+        gc.collect()
+        return made, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("shape", ["chat_traces", "one_large_attribute_per_span"])
+def test_the_byte_count_is_what_the_spans_hold(shape: str) -> None:
+    """rows_bytes is measured against tracemalloc: never below what decoded spans really hold, and
+    at most 2.5× it (strings that repeat — keys, cached values, the resource — are shared in
+    memory but counted per span, as each span is inserted and spooled with its own copies)."""
+    if shape == "chat_traces":
+        body = export_request(
+            [s for i in range(100) for s in chat_trace(BASE + i * 10**9)]
+        ).SerializeToString()
+    else:
+        body = protobuf_body(
+            [span(f"s{i}", 7, i + 1, None, BASE, BASE + 1, {"big": f"{i}" * 50_000}) for i in range(40)]
+        )
+    otlp.decode(body, as_json=False, limits=otlp.Limits(now_ns=BASE))  # warm the caches
+    batch, held = held_by(lambda: otlp.decode(body, as_json=False, limits=otlp.Limits(now_ns=BASE)))
+    counted = rows_bytes(batch.spans)  # type: ignore[attr-defined]
+    assert held <= counted <= 2.5 * held, (held, counted)
+
+
+def test_the_queue_refuses_on_bytes_long_before_spans() -> None:
+    queue = BoundedQueue(capacity_spans=100_000, capacity_bytes=4 * MIB)
+    big = rows(3, attribute_bytes=1_000_000)  # 3 spans, ~3 MB
+    queue.put(big)
+    assert queue.depth == 3 and 3_000_000 < queue.bytes < 3_100_000
+    with pytest.raises(QueueFull, match=r"ingest queue full \(3 of 100000 spans, 2\.9 MiB of 4\.0 MiB"):
+        queue.put(rows(2, attribute_bytes=1_000_000))
+    queue.put(rows(100))  # small spans still fit
+    taken = queue.take(100_000, linger_s=0, idle_timeout_s=0)
+    assert sum(len(t.spans) for t in taken) == 103 and queue.bytes == 0
+
+
+def test_the_writers_batch_is_bounded_in_bytes() -> None:
+    queue = BoundedQueue(capacity_spans=1000)
+    for _ in range(5):
+        queue.put(rows(1, attribute_bytes=1_000_000))
+    batches = []
+    while tickets := queue.take(1000, linger_s=0, idle_timeout_s=0, max_bytes=2_100_000):
+        batches.append(len(tickets))
+    assert batches == [2, 2, 1]
+    queue.put(rows(1, attribute_bytes=3_000_000))  # over the batch bound: taken alone
+    assert len(queue.take(1000, linger_s=0, idle_timeout_s=0, max_bytes=2_100_000)) == 1
+
+
+def test_a_flooding_project_gets_429_while_another_gets_in() -> None:
+    queue = BoundedQueue(capacity_spans=100, capacity_bytes=64 * MIB, project_share=0.5)
+    for _ in range(5):
+        queue.put(rows(10, project="flood"))
+    with pytest.raises(QueueFull, match="ingest queue full for project 'flood'"):
+        queue.put(rows(10, project="flood"))
+    queue.check_room("quiet")
+    with pytest.raises(QueueFull):
+        queue.check_room("flood")
+    queue.put(rows(10, project="quiet"))
+    assert queue.held("flood")[0] == 50 and queue.held("quiet")[0] == 10
+    # Bytes are shared out the same way.
+    by_bytes = BoundedQueue(capacity_spans=1000, capacity_bytes=4 * MIB, project_share=0.5)
+    by_bytes.put(rows(2, project="flood", attribute_bytes=900_000))
+    with pytest.raises(QueueFull, match="for project 'flood'"):
+        by_bytes.put(rows(1, project="flood", attribute_bytes=900_000))
+    by_bytes.put(rows(1, project="quiet", attribute_bytes=900_000))
+
+
+def test_the_writer_takes_projects_in_turn() -> None:
+    """One project queued 6 exports before another's 1: the other is in the first batch."""
+    queue = BoundedQueue(capacity_spans=1000)
+    flood = [queue.put(rows(10, project="flood")) for _ in range(6)]
+    quiet = queue.put(rows(10, project="quiet"))
+    first = queue.take(20, linger_s=0, idle_timeout_s=0)
+    assert first == [flood[0], quiet]
+    assert queue.take(20, linger_s=0, idle_timeout_s=0) == flood[1:3]
+    late = queue.put(rows(10, project="late"))
+    assert queue.take(20, linger_s=0, idle_timeout_s=0) == [flood[3], late]
+    assert queue.take(20, linger_s=0, idle_timeout_s=0) == flood[4:6]
+
+
+def test_a_trace_past_the_cap_is_kept_and_marked_too_large() -> None:
+    """A trace arriving in pieces: the first ``cap`` spans are plain, every later one is marked."""
+    cap = TraceCap(cap=5)
+    first, _ = cap.admit(rows(4, trace=9))
+    second, undo = cap.admit(rows(4, trace=9) + rows(3, trace=10))
+    assert not any(semconv.TRACE_TOO_LARGE in row.attributes for row in first)
+    marks = [row.attributes.get(semconv.TRACE_TOO_LARGE) for row in second]
+    assert marks == [None, "true", "true", "true", None, None, None]
+    assert second[1].attributes["payload"] == "x" * 10  # the rest of the span as it was
+    assert cap.count("default", (9).to_bytes(16, "big")) == 8
+    undo()  # the export was refused: its spans do not count
+    assert cap.count("default", (9).to_bytes(16, "big")) == 4
+    other_project, _ = cap.admit(rows(6, project="other", trace=9))
+    assert [row.attributes.get(semconv.TRACE_TOO_LARGE) for row in other_project][-2:] == [None, "true"]
+
+
+def test_the_trace_cap_remembers_a_bounded_number_of_traces() -> None:
+    cap = TraceCap(cap=1, remembered=3)
+    for trace in range(1, 5):
+        cap.admit(rows(1, trace=trace))
+    assert cap.count("default", (1).to_bytes(16, "big")) == 0  # the least recently seen went
+    assert cap.count("default", (4).to_bytes(16, "big")) == 1
