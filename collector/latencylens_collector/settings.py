@@ -317,22 +317,6 @@ class Settings(BaseSettings):
             url = f"http://{info.data.get('host', DEFAULT_HOST)}:{info.data.get('port', DEFAULT_PORT)}"
         return url.rstrip("/")
 
-    @field_validator("spans_retention_days", "requests_retention_days")
-    @classmethod
-    def _retention(cls, days: int) -> int:
-        if days < 0:
-            raise ValueError("retention days must be 0 (keep forever) or more")
-        return days
-
-    def __repr__(self) -> str:
-        return (
-            f"Settings(clickhouse_dsn={redact_dsn(self.clickhouse_dsn)!r}, database={self.database!r}, "
-            f"host={self.host!r}, port={self.port}, max_body_bytes={self.max_body_bytes})"
-        )
-
-    def __str__(self) -> str:
-        return repr(self)
-
     @field_validator(
         "max_body_bytes", "max_queue_bytes", "max_batch_bytes", "max_span_bytes", "max_trace_spans"
     )
@@ -350,6 +334,22 @@ class Settings(BaseSettings):
                 f"{env_var('queue_project_share')} must be more than 0 and at most 1, got {share}"
             )
         return share
+
+    @field_validator("spans_retention_days", "requests_retention_days")
+    @classmethod
+    def _retention(cls, days: int) -> int:
+        if days < 0:
+            raise ValueError("retention days must be 0 (keep forever) or more")
+        return days
+
+    def __repr__(self) -> str:
+        return (
+            f"Settings(clickhouse_dsn={redact_dsn(self.clickhouse_dsn)!r}, database={self.database!r}, "
+            f"host={self.host!r}, port={self.port}, max_body_bytes={self.max_body_bytes})"
+        )
+
+    def __str__(self) -> str:
+        return repr(self)
 
 
 class _MappingSource(EnvSettingsSource):
