@@ -89,28 +89,6 @@ SPAN_COLUMNS: Final = (
 )
 
 
-def span_values(row: SpanRow) -> list[object]:
-    """Values in :data:`SPAN_COLUMNS` order (``start_time`` is inserted as integer ns ticks)."""
-    return [
-        row.project,
-        row.trace_id,
-        row.span_id,
-        row.parent_span_id,
-        row.service,
-        row.name,
-        row.span_kind,
-        row.kind,
-        row.start_ns,
-        row.duration_ns,
-        row.status_code,
-        row.status_message,
-        row.attributes,
-        row.resource_attributes,
-        row.events,
-        row.dropped_events_count,
-    ]
-
-
 PART_COLUMNS: Final = tuple(f"{name}_ns" for name in COMPONENTS)
 """Critical-path attribution, one column per component."""
 BUSY_COLUMNS: Final = tuple(f"busy_{name}_ns" for name in COMPONENTS)

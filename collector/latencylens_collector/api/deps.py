@@ -9,7 +9,6 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, HTTPException, Request
 
 from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
-from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import Store
@@ -23,11 +22,6 @@ def get_settings(request: Request) -> Settings:
 def get_store(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
-
-
-def get_ingestor(request: Request) -> Ingestor:
-    ingestor: Ingestor = request.app.state.ingestor
-    return ingestor
 
 
 def get_now(request: Request) -> datetime:
@@ -70,7 +64,6 @@ def get_project(request: Request) -> str:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
-IngestorDep = Annotated[Ingestor, Depends(get_ingestor)]
 NowDep = Annotated[datetime, Depends(get_now)]
 ProjectDep = Annotated[str, Depends(get_project)]
 """The caller's project: pass it to every query and every insert."""
