@@ -30,7 +30,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 }
 _FALLBACK = _REGISTRY["openai"]
 
-__all__ = ["get_adapter", "known_providers"]
+__all__ = ["ProviderAdapter", "get_adapter", "known_providers"]
 
 
 def known_providers() -> list[str]:
