@@ -41,6 +41,13 @@ NON_DEFAULT_TEXT = {
     "spans_retention_days": "30",
     "requests_retention_days": "90",
     "allow_unauthenticated": "true",
+    "max_spool_bytes": "4096",
+    "allowed_hosts": "lens.internal",
+    "header_timeout_s": "3",
+    "body_timeout_s": "7",
+    "keep_alive_timeout_s": "2",
+    "max_connections": "64",
+    "metrics_top_series": "9",
 }
 
 
