@@ -62,6 +62,9 @@ def make_settings(chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Ca
             "host": "127.0.0.1",
             "port": 0,
             "grpc_port": 0,  # OTLP/gRPC on a free port too, never the shared 4317
+            # No background reconciler unless a test asks: some tests store request rows that
+            # differ from their spans on purpose (the convergence tests drive reconcilers).
+            "reconcile_interval_s": 0,
         }
         values.update(overrides)
         return Settings(**values, environ={})

@@ -211,6 +211,22 @@ class Settings(BaseSettings):
         "(inserts in flight when a build starts must have committed): see "
         ":mod:`latencylens_collector.storage.rollup`.",
     )
+    reconcile_interval_s: Integer = Field(
+        5,
+        description="Seconds between passes of the reconciler, which recomputes the request rows of "
+        "settled traces from their stored spans (:mod:`latencylens_collector.pipeline.reconciler`); "
+        "0 turns it off (rows are then only as right as the collector that wrote them saw).",
+    )
+    reconcile_settle_s: Integer = Field(
+        10,
+        description="A trace is reconciled once no span of it has been inserted for this long (store "
+        "clock); a trace still without its root span then gets a row flagged root_missing.",
+    )
+    reconcile_lookback_s: Integer = Field(
+        3600,
+        description="At start-up the reconciler looks at traces inserted this far back, so traces "
+        "a stopped collector left half-written are repaired (at most 2 days).",
+    )
     slo_webhook_urls: UrlList = Field((), description="Comma-separated URLs that receive SLO alerts as JSON.")
     slo_slack_webhook_urls: UrlList = Field(
         (), description="Comma-separated Slack-compatible incoming-webhook URLs that receive SLO alerts."

@@ -76,10 +76,13 @@ def request_row(
         "model_calls": 1,
         "span_count": 1,
         "computed_at": computed_at_us if computed_at_us is not None else time.time_ns() // 1000,
+        "is_deleted": 0,
+        "root_missing": 0,
     }
     for name in COMPONENTS:
         row[f"{name}_ns"] = parts[name]
         row[f"busy_{name}_ns"] = parts[name]
+    row["version"] = row["computed_at"]  # a later computation here is a more complete one
     assert set(row) == set(REQUEST_COLUMNS)
     return row
 

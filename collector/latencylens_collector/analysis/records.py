@@ -122,5 +122,11 @@ REQUEST_COLUMNS: Final = (
     "model_calls",
     "span_count",
     "computed_at",
+    "version",
+    "is_deleted",
+    "root_missing",
 )
-"""Columns of ``requests``; a request row is a dict with exactly these keys."""
+"""Columns of ``requests``; a request row is a dict with exactly these keys. ``version`` orders a
+trace's computations by what they saw, ``computed_at`` is the latest insert stamp (store clock)
+of the spans a row was computed from, ``is_deleted`` marks a tombstone, ``root_missing`` a row
+rooted at its top-most received span (see :mod:`latencylens_collector.analysis.request_rows`)."""

@@ -1,13 +1,31 @@
 """From one trace's spans to its attributed ``requests`` row: plain functions over :class:`SpanRow`.
 
-Pure (no I/O), so the write path (:mod:`latencylens_collector.pipeline.ingest`), the explanation of
-one request (:mod:`latencylens_collector.queries.explain`) and tests build rows the same way.
+Pure (no I/O), so the write path (:mod:`latencylens_collector.pipeline.ingest`), the reconciler
+(:mod:`latencylens_collector.pipeline.reconciler`), the explanation of one request
+(:mod:`latencylens_collector.queries.explain`) and tests build rows the same way.
+
+Convergence (docs/deployment.md, "Consistency"). Several collectors may compute a trace's row from
+different subsets of its spans, in any order. Three rules make the stored result the row of all
+spans, whatever the order:
+
+* **A row's version says what it saw** (:func:`row_version`): the number of distinct spans, then
+  the latest insert time of those spans as ClickHouse stamped it. A computation that saw a superset
+  of another's spans has a version at least as high, never lower; no collector clock is involved.
+* **Lost roots.** Once a trace is settled, a trace without a parentless span is rooted at its
+  top-most received span (earliest start among spans whose parent is missing) and flagged
+  ``root_missing``; before that it has no row, as its root may still come.
+* **One trace, one row.** ``requests`` is keyed by ``start_time``, so a row rooted elsewhere lives
+  under another key. Every computation also writes a tombstone (``is_deleted = 1``, same version)
+  under each key another computation could have used: the start of every span that is, or could
+  have been, a root. ``ReplacingMergeTree(version, is_deleted)`` read with ``FINAL`` then shows one
+  row per trace: the one with the highest version.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from latencylens import semconv
@@ -19,6 +37,7 @@ from latencylens_collector.analysis.attribution import (
     RequestBreakdown,
     SpanNode,
     attribute_request,
+    find_root,
 )
 from latencylens_collector.analysis.conventions import (
     TOKEN_KEYS,
@@ -29,7 +48,26 @@ from latencylens_collector.analysis.conventions import (
     resolve_trace,
     usage_estimated,
 )
-from latencylens_collector.analysis.records import STATUS_ERROR, SpanRow
+from latencylens_collector.analysis.records import REQUEST_COLUMNS, STATUS_ERROR, SpanRow
+
+SPAN_COUNT_BITS: Final = 22
+"""High bits of a version: distinct spans seen (saturating at 4,194,303)."""
+STAMP_BITS: Final = 64 - SPAN_COUNT_BITS
+"""Low bits: the latest span insert stamp, in ms since :data:`STAMP_EPOCH_MS` (139 years)."""
+STAMP_EPOCH_MS: Final = 1_577_836_800_000
+"""2020-01-01T00:00:00Z: stamps count from here."""
+
+
+def row_version(span_count: int, last_insert_us: int) -> int:
+    """The ``version`` of a row computed from ``span_count`` distinct spans whose latest insert
+    ClickHouse stamped at ``last_insert_us`` (µs since the epoch, the server's ``now64``).
+
+    Ordered by span count first: a computation that saw more of the trace wins, whatever the
+    clocks. Among computations of as many spans (the same spans, once the trace is whole) the one
+    that saw the later insert wins, so a span stored again with other content takes effect."""
+    count = min(max(span_count, 0), (1 << SPAN_COUNT_BITS) - 1)
+    stamp = min(max(last_insert_us // 1000 - STAMP_EPOCH_MS, 0), (1 << STAMP_BITS) - 1)
+    return count << STAMP_BITS | stamp
 
 
 def span_hex(span_id: bytes) -> str:
@@ -52,10 +90,25 @@ def attribute(spans: Sequence[SpanRow]) -> RequestBreakdown | None:
     return attribute_request([span_node(row) for row in resolve_trace(spans)])
 
 
-def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str, Any] | None:
-    """The ``requests`` row of one trace, or None when its root span is not stored yet."""
-    spans = resolve_trace(spans)  # other instrumentations' names and server spans, read once
+def build_request_row(
+    spans: Sequence[SpanRow], computed_at_us: int = 0, *, version: int = 0, settled: bool = False
+) -> dict[str, Any] | None:
+    """The ``requests`` row of one trace, or None while it has no root.
+
+    Without a parentless span the trace has no row, unless ``settled`` (its spans have stopped
+    arriving): then it is rooted at its top-most received span and flagged ``root_missing``."""
+    return _build(resolve_trace(spans), computed_at_us, version, settled)
+
+
+def _build(
+    spans: Sequence[SpanRow], computed_at_us: int, version: int, settled: bool
+) -> dict[str, Any] | None:
+    """:func:`build_request_row` of spans already resolved (:func:`resolve_trace`)."""
     nodes = [span_node(row) for row in spans]
+    root_missing = settled and not any(node.parent_id is None for node in nodes)
+    if root_missing and nodes:
+        lost = top_most(nodes)
+        nodes = [dataclasses.replace(node, parent_id=None) if node is lost else node for node in nodes]
     breakdown = attribute_request(nodes)
     if breakdown is None:
         return None
@@ -78,6 +131,9 @@ def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str
         "model_calls": len(models),
         "span_count": len(spans),
         "computed_at": computed_at_us,
+        "version": version,
+        "is_deleted": 0,
+        "root_missing": int(root_missing),
     }
     for name in COMPONENTS:
         row[f"{name}_ns"] = breakdown.parts[name]
@@ -89,6 +145,84 @@ def build_request_row(spans: Sequence[SpanRow], computed_at_us: int) -> dict[str
         source = primary_row.attributes.get(semconv.PROVENANCE_TTFT, semconv.SOURCE_MEASURED)
         row["provenance"][TTFT_PROVENANCE] = source
     return row
+
+
+def top_most(nodes: Sequence[SpanNode]) -> SpanNode:
+    """The span a trace without its root is rooted at: the earliest start among spans whose parent
+    is missing (ties: the longer span, then the smaller id); in a parent cycle, the earliest span."""
+    ids = {node.span_id for node in nodes}
+    orphans = [node for node in nodes if node.parent_id is None or node.parent_id not in ids] or list(nodes)
+    return min(orphans, key=lambda node: (node.start_ns, node.start_ns - node.end_ns, node.span_id))
+
+
+def settled_root_start(spans: Sequence[SpanRow]) -> int | None:
+    """The start time a settled computation of exactly ``spans`` keys its row by (its root's, or
+    its top-most span's when the root is missing); None without spans. The write path tombstones
+    it when a batch adds to a stored trace: a row of the earlier spans may be stored there."""
+    nodes = [span_node(row) for row in resolve_trace(spans)]
+    root = find_root(nodes) or (top_most(nodes) if nodes else None)
+    return root.start_ns if root is not None else None
+
+
+def root_candidate_starts(spans: Sequence[SpanRow]) -> set[int]:
+    """Start times of every span some computation of this trace may have rooted its row at: spans
+    without a parent or whose parent is not among ``spans``, as received and as resolved."""
+    return _orphan_starts(spans) | _orphan_starts(resolve_trace(spans))
+
+
+def _orphan_starts(spans: Sequence[SpanRow]) -> set[int]:
+    ids = {row.span_id for row in spans}
+    return {row.start_ns for row in spans if not row.has_parent or row.parent_span_id not in ids}
+
+
+def tombstone(project: str, trace_id: bytes, start_ns: int, version: int) -> dict[str, Any]:
+    """A row that deletes, under ``FINAL``, any row of the trace at this start time with a lower
+    version (a row rooted where this computation did not root it). Its ``computed_at`` is 0, so
+    a read of the newest ``computed_at`` never prefers it to a row."""
+    row: dict[str, Any] = dict.fromkeys(REQUEST_COLUMNS, 0)
+    row.update(
+        project=project,
+        trace_id=trace_id,
+        start_time=start_ns,
+        service="",
+        name="",
+        model="",
+        provider="",
+        provenance={},
+        input_tokens=None,
+        output_tokens=None,
+        cache_read_input_tokens=None,
+        ttft_ns=None,
+        itl_ns=None,
+        decode_tokens_per_second=None,
+        computed_at=0,
+        version=version,
+        is_deleted=1,
+    )
+    return row
+
+
+def trace_rows(
+    spans: Sequence[SpanRow],
+    *,
+    version: int,
+    computed_at_us: int = 0,
+    settled: bool = False,
+    stored_starts: Iterable[int] = (),
+) -> list[dict[str, Any]]:
+    """What to write for one trace: its row (when it has one) and a tombstone under every other
+    key a row of it may be stored at (:func:`root_candidate_starts`, and ``stored_starts``: where
+    rows of it were read), all at ``version``. Empty while the trace has no row."""
+    resolved = resolve_trace(spans)
+    row = _build(resolved, computed_at_us, version, settled)
+    if row is None:
+        return []
+    candidates = _orphan_starts(spans) | _orphan_starts(resolved)  # root_candidate_starts, resolved once
+    others = (candidates | set(stored_starts)) - {row["start_time"]}
+    tombstones = [
+        tombstone(row["project"], row["trace_id"], start_ns, version) for start_ns in sorted(others)
+    ]
+    return [row, *tombstones]
 
 
 def _primary_model(

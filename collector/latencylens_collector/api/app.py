@@ -36,15 +36,20 @@ _log = logging.getLogger(__name__)
 
 
 def create_app(
-    settings: Settings | None = None, store: Store | None = None, clock: Clock = time.time_ns
+    settings: Settings | None = None, store: Store | None = None, clock: Clock | None = None
 ) -> FastAPI:
-    """Build the service. Without a store one is created from the settings (connected lazily)."""
+    """Build the service. Without a store one is created from the settings (connected lazily).
+
+    ``clock`` (tests): the service's time. By default the process clock answers API windows and
+    the store's clock (ClickHouse's) ends SLO windows, as it stamps the rows they count."""
     settings = settings or (store.settings if store is not None else Settings())
     owns_store = store is None
     the_store = store if store is not None else Store(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # A chdb directory another process runs: refuse to start (it could never store a span).
+        await run_in_threadpool(the_store.claim)
         try:
             applied = await run_in_threadpool(the_store.migrate)
             if applied:
@@ -71,8 +76,8 @@ def create_app(
     app.add_middleware(HostAllowList, settings=settings, keys_enabled=lambda: app_key_store(app).enabled())
     app.state.settings = settings
     app.state.store = the_store
-    app.state.clock = clock
-    app.state.ingestor = Ingestor(the_store, clock=clock)
+    app.state.clock = clock or time.time_ns
+    app.state.ingestor = Ingestor(the_store)
     app.state.pipeline = Pipeline(settings, app.state.ingestor)
     app.include_router(otlp.router)
     app.include_router(requests.router)

@@ -1,5 +1,5 @@
-"""Start and stop the ingest side of the service with the app: writer (spool replay), gRPC, and
-the hourly rollup's refresher."""
+"""Start and stop the ingest side of the service with the app: writer (spool replay), gRPC, the
+hourly rollup's refresher and the request-row reconciler."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Final
 from fastapi import FastAPI
 
 from latencylens_collector.api.deps import app_key_store
+from latencylens_collector.pipeline.reconciler import Reconciler, reconcile_in_service
 from latencylens_collector.pipeline.service import Pipeline
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.runtime.scheduler import Scheduler
@@ -42,6 +43,15 @@ def start_intake(app: FastAPI) -> None:
             lambda: refresh_in_service(store, settle_s), settings.rollup_interval_s, name="latencylens-rollup"
         )
         state.rollup.start()
+    state.reconciler = None
+    if settings.reconcile_interval_s > 0:
+        reconciler = Reconciler(state.store, settings.reconcile_settle_s, settings.reconcile_lookback_s)
+        state.reconciler = Scheduler(
+            lambda: reconcile_in_service(reconciler),
+            settings.reconcile_interval_s,
+            name="latencylens-reconciler",
+        )
+        state.reconciler.start()
     state.grpc_server = None
     if not settings.grpc_enabled:
         state.grpc_status = "disabled"
@@ -68,6 +78,6 @@ def stop_intake(app: FastAPI) -> None:
         server.stop()
         state.grpc_server = None
     state.pipeline.stop()
-    refresher = getattr(state, "rollup", None)
-    if refresher is not None:
-        refresher.stop()
+    for background in (getattr(state, "reconciler", None), getattr(state, "rollup", None)):
+        if background is not None:
+            background.stop()

@@ -64,6 +64,12 @@ def _serve(args: argparse.Namespace) -> int:
     refusal = serve_refusal(settings)
     if refusal:
         raise CliError(refusal, USAGE)
+    from latencylens_collector.storage.store import DirectoryInUse, Store
+
+    try:
+        Store(settings).claim()  # a chdb directory another process runs: one line, not a service
+    except DirectoryInUse as exc:
+        raise CliError(str(exc)) from None
     run_server(settings, args.log_level)  # with the connection limits and deadlines
     return 0
 

@@ -1,22 +1,27 @@
-"""From stored spans to one attributed row per request.
+"""From stored spans to one attributed row per request: the fast path, right after each insert.
 
-Every batch recomputes the rows of the traces it touched from *all* their stored spans, so spans
-arriving late (children after the root, a slow service's export) simply produce a newer row; the
-``requests`` table keeps the latest computation. Traces the batch holds whole (the common case)
-are computed from the batch itself, without reading them back. Rows are built by the pure
-functions of :mod:`latencylens_collector.analysis.request_rows`.
+Every batch recomputes the rows of the traces it touched, so spans arriving late (children after
+the root, a slow service's export) produce a newer row. Traces the batch holds whole (the common
+case) are computed from the batch itself, without reading them back; others are read back and
+joined with the batch's own spans (a read that misses this batch's insert still counts them).
+
+A row's version is what its computation saw (:func:`~latencylens_collector.analysis.request_rows.row_version`:
+distinct spans, then their latest insert stamp on the store's clock), so rows written by several
+collectors in any order keep the most complete one. What this path cannot see (another collector's
+insert not yet visible, a crash between the two writes, a root that never comes) the reconciler
+(:mod:`latencylens_collector.pipeline.reconciler`) repairs once the trace has settled.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.analysis.request_rows import build_request_row, group_by_trace
-from latencylens_collector.runtime.clock import Clock
+from latencylens_collector.analysis.request_rows import row_version, settled_root_start, trace_rows
+from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
 
 
@@ -24,24 +29,22 @@ class Ingestor:
     """Stores span batches and recomputes the request rows of the traces they touch.
 
     Rewriting a batch is harmless: spans collapse by (project, trace_id, span_id) and each request
-    row is recomputed from all stored spans of its trace, so a replayed batch yields the same row.
+    row is recomputed from the stored spans of its trace, so a replayed batch yields the same row.
     """
 
-    def __init__(self, store: Store, clock: Clock = time.time_ns) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.clock = clock
-        # Serialises insert → read back → write within this process, so two batches of one trace
-        # cannot write their rows out of order. Across processes, computed_at (taken before the
-        # read) orders them: a later read sees at least as many spans.
         self._lock = threading.Lock()
+        """One batch at a time per process (chdb is one engine; a server gains little from more)."""
 
     def ingest(self, spans: Sequence[SpanRow], dedup_token: str | None = None) -> int:
         """Insert spans in one insert, then rewrite the request rows of their traces; returns how
         many request rows were (re)written. Raises StorageError.
 
-        After the insert, one cheap count per project (key columns only) says which traces have
-        nothing stored but this batch's spans: their rows are built from the batch in memory. Only
-        traces with other spans stored (late spans, replays) are read back, in one query."""
+        After the insert, one cheap query per project (key columns and stamps only) says which
+        traces have nothing stored but this batch's spans, each once: their rows are built from the
+        batch in memory. Only traces with other spans stored (late spans, replays) are read back, in one
+        query."""
         if not spans:
             return 0
         with self._lock:
@@ -50,38 +53,74 @@ class Ingestor:
             by_project: dict[str, dict[bytes, list[SpanRow]]] = defaultdict(lambda: defaultdict(list))
             for span in spans:
                 by_project[span.project][span.trace_id].append(span)
-            rows = []
+            rows: list[dict[str, Any]] = []
             for project, batch_traces in by_project.items():
-                computed_at_us = self.clock() // 1000
-                for trace_spans in self._whole_traces(project, batch_traces):
-                    row = build_request_row(trace_spans, computed_at_us)
-                    if row is not None:
-                        rows.append(row)
+                rows.extend(self._rows(project, batch_traces))
             self.store.upsert_requests(rows)
-            return len(rows)
+            return sum(1 for row in rows if not row["is_deleted"])
 
-    def _whole_traces(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[list[SpanRow]]:
-        """Every stored span of each trace in ``batch`` (grouped by trace, in read-back order).
-
-        A trace whose stored row count equals its number of distinct span ids in the batch holds
-        exactly the batch's spans (the insert put each of them there), so it is taken from memory;
-        any other trace is read back."""
-        counts = self.store.stored_span_counts(batch, project=project)
-        whole: list[list[SpanRow]] = []
+    def _rows(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[dict[str, Any]]:
+        """Rows and tombstones of each trace in ``batch``, from the batch alone when it holds the
+        trace whole (:func:`_whole`)."""
+        stamps = trace_state.stamps(self.store, batch, project)
+        rows: list[dict[str, Any]] = []
         read_back: list[bytes] = []
         for trace_id, trace_spans in batch.items():
-            distinct = {span.span_id for span in trace_spans}
-            if len(distinct) == len(trace_spans) == counts.get(trace_id, 0):
-                whole.append(sorted(trace_spans, key=_stored_order))
+            stamp = stamps.get(trace_id)
+            if stamp is not None and _whole(trace_spans, stamp):
+                rows.extend(_rows_of(sorted(trace_spans, key=_stored_order), stamp.last_insert_us))
             else:
                 read_back.append(trace_id)
         if read_back:
-            stored = self.store.spans_of_traces(read_back, project=project, for_requests=True)
-            whole.extend(group_by_trace(stored).values())
-        return whole
+            stored = trace_state.stored_traces(self.store, read_back, project)
+            for trace_id in read_back:
+                found = stored.get(trace_id)
+                spans, last_insert_us = _joined(batch[trace_id], found)
+                rows.extend(_rows_of(spans, last_insert_us, _earlier_root(batch[trace_id], found)))
+        return rows
+
+
+def _whole(spans: Sequence[SpanRow], stamp: trace_state.Stamp) -> bool:
+    """Whether the stored spans of the trace are these, each once: as many rows as distinct ids as
+    the batch has spans, spanning the same start times. Only another copy of the same spans can
+    look so (a replay elsewhere), so a batch whose own insert is not visible yet is read back."""
+    starts = [span.start_ns for span in spans]
+    return len({span.span_id for span in spans}) == len(spans) == stamp.stored == stamp.spans and (
+        stamp.first_start_ns,
+        stamp.last_start_ns,
+    ) == (min(starts), max(starts))
+
+
+def _rows_of(
+    spans: Sequence[SpanRow], last_insert_us: int, stored_starts: Sequence[int] = ()
+) -> list[dict[str, Any]]:
+    """Row and tombstones of one trace, versioned by these spans and the latest stamp seen."""
+    version = row_version(len(spans), last_insert_us)
+    return trace_rows(spans, version=version, computed_at_us=last_insert_us, stored_starts=stored_starts)
+
+
+def _earlier_root(batch: Sequence[SpanRow], stored: trace_state.StoredTrace | None) -> list[int]:
+    """Where the row of the trace's earlier spans is keyed (a reconciler may have rooted it at a
+    span whose parent this batch brings): the new row's tombstones cover it."""
+    if stored is None:
+        return []
+    new = {span.span_id for span in batch}
+    start = settled_root_start([span for span in stored.spans if span.span_id not in new])
+    return [start] if start is not None else []
+
+
+def _joined(batch: Sequence[SpanRow], stored: trace_state.StoredTrace | None) -> tuple[list[SpanRow], int]:
+    """The stored spans plus any of the batch's the read did not return (a replica without this
+    batch's insert yet), and the latest stamp the read saw. The version then counts the batch's
+    spans but not their unseen stamp: it never claims more than was seen."""
+    spans = {span.span_id: span for span in batch}
+    last_insert_us = 0
+    if stored is not None:
+        spans.update((span.span_id, span) for span in stored.spans)
+        last_insert_us = stored.last_insert_us
+    return sorted(spans.values(), key=_stored_order), last_insert_us
 
 
 def _stored_order(span: SpanRow) -> tuple[int, bytes]:
-    """The order :meth:`Store.spans_of_traces` returns spans in."""
+    """The order stored spans are read back in (start, then span id)."""
     return span.start_ns, span.span_id
-

@@ -151,6 +151,7 @@ def summary_fields(row: Mapping[str, Any]) -> dict[str, Any]:
         "decode_tokens_per_second": row["decode_tokens_per_second"],
         "model_calls": row["model_calls"],
         "span_count": row["span_count"],
+        "root_missing": bool(row["root_missing"]),
     }
 
 

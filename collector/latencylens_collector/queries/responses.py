@@ -53,6 +53,11 @@ class RequestSummary(BaseModel):
     decode_tokens_per_second: float | None
     model_calls: int
     span_count: int
+    root_missing: bool = Field(
+        default=False,
+        description="The trace's root span never arrived (an upstream service that does not export): "
+        "the request is rooted at its top-most received span, so e2e_ns covers that span only.",
+    )
 
 
 class RequestList(BaseModel):

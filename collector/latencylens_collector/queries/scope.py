@@ -1,11 +1,15 @@
 """Which request rows a read covers, and the one place that knows how a trace's rows are versioned.
 
 ``requests`` gets a new row for a trace each time its spans change (late spans, a replay); the
-newest :data:`VERSION` wins. The table (``ReplacingMergeTree(computed_at)`` keyed by ``project,
-start_time, trace_id``) collapses the versions of one key when parts merge or under ``FINAL``, but a
-later version may carry another start time (a longer root span arrived), so one row per trace needs
-``LIMIT 1 BY`` as well. Queries and SLO measurement read request rows only through
-:class:`RequestScope`, so a change in how versions are stored is one edit here.
+greatest :data:`VERSION` wins: it counts the spans a computation saw, so the most complete row wins
+whatever the collectors' clocks (:mod:`latencylens_collector.analysis.request_rows`). The table,
+``ReplacingMergeTree(version, is_deleted)`` keyed by ``project, start_time, trace_id``, collapses
+the versions of one key when parts merge or under ``FINAL``. A row whose root moved lives under
+another start time; the old key then holds a tombstone (``is_deleted = 1``) of the same version,
+which ``FINAL`` hides, so ``FINAL`` shows one row per trace. Reads without ``FINAL`` take each
+trace's newest version, live rows before tombstones, and drop it if it is a tombstone. Queries and
+SLO measurement read request rows only through :class:`RequestScope`, so a change in how versions
+are stored is one edit here.
 
 Values a person supplies (project, times, filter values, trace ids) reach SQL only as bound
 ``{name:Type}`` parameters; column names come from fixed tables, never from a request.
@@ -24,7 +28,7 @@ from latencylens_collector.queries.times import Window
 if TYPE_CHECKING:
     from latencylens_collector.storage.store import Store
 
-VERSION: Final = "computed_at"
+VERSION: Final = "version"
 """The column that orders a trace's row versions; the greatest is the trace's current row."""
 METRIC_COLUMNS: Final = {"e2e": "e2e_ns", "ttft": "ttft_ns", "itl": "itl_ns"}
 """Metric name → request column (integer ns; TTFT and ITL are null without a streamed call)."""
@@ -110,12 +114,17 @@ class RequestScope:
         where, params = self.where()
         # FINAL collapses most versions before they are sorted; for a few named traces it would
         # merge the project's whole key range instead (trace_id is last in the key), so they skip it.
-        final = " FINAL" if self.trace_ids is None else ""
-        sql = (
-            f"SELECT {columns} FROM {store.table('requests')}{final} WHERE {where} "
-            f"ORDER BY {VERSION} DESC LIMIT 1 BY project, trace_id"
+        if self.trace_ids is None:  # FINAL hides tombstones and the rows they delete
+            sql = (
+                f"SELECT {columns} FROM {store.table('requests')} FINAL WHERE {where} "
+                f"ORDER BY {VERSION} DESC LIMIT 1 BY project, trace_id"
+            )
+            return sql, params
+        newest = (
+            f"SELECT * FROM {store.table('requests')} WHERE {where} "
+            f"ORDER BY {VERSION} DESC, is_deleted LIMIT 1 BY project, trace_id"
         )
-        return sql, params
+        return f"SELECT {columns} FROM ({newest}) WHERE is_deleted = 0", params
 
     def current_versions(self, store: Store) -> tuple[str, dict[str, Any]]:
         """Each trace's current ``version`` (``trace_id, version``): with :meth:`every_version`,
@@ -125,16 +134,16 @@ class RequestScope:
         return f"{sql} GROUP BY trace_id", params
 
     def every_version(self, store: Store, columns: str) -> tuple[str, dict[str, Any]]:
-        """``SELECT columns, version`` of every stored version in the scope, for a caller that reads
-        narrow columns first and checks them against :meth:`current_versions` (cheaper than FINAL
-        for a page of a large window)."""
+        """``SELECT columns, version`` of every stored row version in the scope (tombstones left
+        out), for a caller that reads narrow columns first and checks them against
+        :meth:`current_versions` (cheaper than FINAL for a page of a large window)."""
         where, params = self.where()
-        return f"SELECT {columns}, {VERSION} AS version FROM {store.table('requests')} WHERE {where}", params
+        table = store.table("requests")
+        return f"SELECT {columns}, {VERSION} AS version FROM {table} WHERE {where} AND is_deleted = 0", params
 
     def collapsed(self, store: Store, columns: str) -> tuple[str, dict[str, Any]]:
         """``SELECT columns`` of the scope's rows with versions of one key collapsed (FINAL), for
-        aggregates to group. A trace whose start time moved between versions keeps a row under each
-        (docs/queries.md, known limitation): one row per trace would cost aggregates a sort."""
+        aggregates to group: one row per trace (a moved row's old key holds a tombstone, hidden)."""
         where, params = self.where()
         return f"SELECT {columns} FROM {store.table('requests')} FINAL WHERE {where}", params
 

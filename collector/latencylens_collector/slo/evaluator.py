@@ -1,13 +1,15 @@
 """One evaluation of every SLO: measure in ClickHouse, advance the alert, notify, store the status.
 
 The clock is injected and an evaluation is one call (:meth:`Evaluator.run_once`), so tests drive
-time by hand; the scheduler only calls ``run_once`` every interval.
+time by hand; the scheduler only calls ``run_once`` every interval. Without one, windows end at the
+store's clock (ClickHouse's ``now64``): a collector whose clock runs ahead or behind the server would
+otherwise count a shifted window.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Final
@@ -22,6 +24,7 @@ from latencylens_collector.analysis.attribution import (
     QUEUE,
     SERVER_OTHER,
 )
+from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.slo import burn
 from latencylens_collector.slo.definitions import (
     PercentileObjective,
@@ -33,11 +36,9 @@ from latencylens_collector.slo.measure import Scope, component_means, window_sta
 from latencylens_collector.slo.notifier import Delivery, Notice, Notifier, WorstRequest
 from latencylens_collector.slo.records import AlertRecord, SloRecord
 from latencylens_collector.slo.repository import SloRepository
-from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.store import StorageError, Store
 
 _log = logging.getLogger(__name__)
-
-Clock = Callable[[], int]
 
 CAUSE_COMPONENTS: Final[Mapping[str, tuple[str, ...]]] = {
     # Time to first token is spent before the stream starts: decode and application work cannot
@@ -175,20 +176,27 @@ class Evaluator:
         repository: SloRepository,
         store: Store,
         notifier: Notifier,
-        clock: Clock,
+        clock: Clock | None,
         public_url: str,
     ) -> None:
         self.repository = repository
         self.store = store
         self.notifier = notifier
-        self.clock = clock
+        self.clock: Clock = clock or store.now_ns
         self.public_url = public_url.rstrip("/")
 
     def run_once(self) -> list[Evaluation]:
         """Evaluate every SLO of every project at the clock's current time."""
-        now_ns = self.clock()
+        slos = self.repository.slos(None)
+        if not slos:
+            return []
+        try:
+            now_ns = self.clock()
+        except StorageError as exc:  # the store's clock: ClickHouse is down, so is every measure
+            _log.warning("SLOs not evaluated, retrying at the next interval: %s", exc)
+            return []
         results = []
-        for slo in self.repository.slos(None):
+        for slo in slos:
             try:
                 results.append(self.evaluate(slo, now_ns))
             except Exception:

@@ -34,12 +34,14 @@ class SloService:
         self,
         settings: Settings,
         store: Store,
-        clock: Callable[[], int] = time.time_ns,
+        clock: Callable[[], int] | None = None,
         notifier: Notifier | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
-        self.clock = clock
+        self.clock = clock or time.time_ns
+        """Stamps SLO definitions and silences; evaluations end their windows on ``clock`` when
+        given, else on the store's clock (the one request rows are stamped with)."""
         self.engine = db.make_engine(settings.metadata_url)
         self.repository = SloRepository(self.engine)
         self.notifier = notifier or Notifier(
@@ -102,7 +104,7 @@ class SloService:
         self.engine.dispose()
 
 
-def start_slo_service(settings: Settings, store: Store, clock: Callable[[], int]) -> SloService:
+def start_slo_service(settings: Settings, store: Store, clock: Callable[[], int] | None) -> SloService:
     service = SloService(settings, store, clock)
     service.start()
     return service

@@ -12,8 +12,10 @@ The service reads and writes ``T`` whichever the topology, so queries need no ch
 changes (``ALTER TABLE ... ADD/DROP/MODIFY/RENAME/COMMENT COLUMN``) go to both tables, except
 codec changes; other ``ALTER``s (TTL, settings, indexes, codecs) to the local one; materialized
 views read and write local tables; ``INSERT … SELECT`` (a backfill) runs once, through the
-Distributed tables. Any other statement is refused for a cluster, so a migration
-nobody taught this module fails loudly instead of creating an unreplicated table.
+Distributed tables; ``RENAME TABLE`` renames the local tables and puts new Distributed tables in
+front of them (a Distributed table names its local table, so it cannot simply be renamed);
+``DROP VIEW IF EXISTS`` drops a view everywhere. Any other statement is refused for a cluster, so
+a migration nobody taught this module fails loudly instead of creating an unreplicated table.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ _ALTER_TABLE = re.compile(r"^ALTER TABLE (\w+)\.(\w+)\s+(.*)$", re.DOTALL)
 _COLUMN_ACTION = re.compile(r"^(ADD|DROP|MODIFY|RENAME|COMMENT|CLEAR) COLUMN\b", re.IGNORECASE)
 _CREATE_VIEW = re.compile(r"^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)\.(\w+)\s+(.*)$", re.DOTALL)
 _INSERT_SELECT = re.compile(r"^INSERT INTO \w+\.\w+\s.*\bSELECT\b", re.DOTALL)
+_RENAME_TABLE = re.compile(r"^RENAME TABLE (.+)$", re.DOTALL)
+_RENAME_PAIR = re.compile(r"^(\w+)\.(\w+)\s+TO\s+(\w+)\.(\w+)$")
+_DROP_VIEW = re.compile(r"^DROP VIEW IF EXISTS (\w+)\.(\w+)$")
 
 
 @dataclass
@@ -43,6 +48,8 @@ class Topology:
     cluster: str | None = None
     distributed: set[str] = field(default_factory=set)
     """Tables rendered so far as a local + Distributed pair (learnt while rendering, in order)."""
+    shard_keys: dict[str, str] = field(default_factory=dict)
+    """Sharding expression of each distributed table's front."""
 
     @property
     def on_cluster(self) -> str:
@@ -70,6 +77,10 @@ def render(statement: str, topology: Topology) -> list[str]:
         return [f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view} {body}"]
     if _INSERT_SELECT.match(sql):
         return [sql]
+    if match := _RENAME_TABLE.match(sql):
+        return _rename_tables(match.group(1), topology)
+    if match := _DROP_VIEW.match(sql):
+        return [f"DROP VIEW IF EXISTS {match.group(1)}.{match.group(2)}{topology.on_cluster}"]
     raise ValueError(f"cannot render this statement for cluster {topology.cluster}: {sql[:120]!r}")
 
 
@@ -90,11 +101,49 @@ def _create_table(database: str, table: str, rest: str, topology: Topology) -> l
     local_rest = rest[: engine.start()] + replicated + rest[engine.end() :]
     topology.distributed.add(table)
     shard_key = "cityHash64(trace_id)" if re.search(r"\btrace_id\b", rest) else _order_key(rest)
+    topology.shard_keys[table] = shard_key
     return [
         f"CREATE TABLE IF NOT EXISTS {database}.{local}{topology.on_cluster}\n{local_rest}",
-        f"CREATE TABLE IF NOT EXISTS {database}.{table}{topology.on_cluster} AS {database}.{local}\n"
-        f"ENGINE = Distributed({topology.cluster}, {database}, {local}, {shard_key})",
+        _front(database, table, topology),
     ]
+
+
+def _front(database: str, table: str, topology: Topology) -> str:
+    local = table + LOCAL_SUFFIX
+    return (
+        f"CREATE TABLE IF NOT EXISTS {database}.{table}{topology.on_cluster} AS {database}.{local}\n"
+        f"ENGINE = Distributed({topology.cluster}, {database}, {local}, {topology.shard_keys[table]})"
+    )
+
+
+def _local_name(table: str, distributed: bool) -> str:
+    return table + LOCAL_SUFFIX if distributed else table
+
+
+def _rename_tables(pairs_sql: str, topology: Topology) -> list[str]:
+    """Rename the local tables (one statement, in order), then replace the fronts: drop the old
+    ones (they hold no data) and create one per new name over its local table."""
+    pairs = []
+    for pair in pairs_sql.split(","):
+        match = _RENAME_PAIR.match(pair.strip())
+        if match is None:
+            raise ValueError(f"cannot render this rename for cluster {topology.cluster}: {pair.strip()!r}")
+        pairs.append(match.groups())
+    renames = [
+        f"{db}.{topology.local(source)} TO {target_db}.{_local_name(target, source in topology.distributed)}"
+        for db, source, target_db, target in pairs
+    ]
+    statements = [f"RENAME TABLE {', '.join(renames)}{topology.on_cluster}"]
+    moved = [(db, source, target) for db, source, _, target in pairs if source in topology.distributed]
+    keys = {source: topology.shard_keys.pop(source) for _, source, _ in moved}
+    for db, source, _ in moved:
+        topology.distributed.discard(source)
+        statements.append(f"DROP TABLE IF EXISTS {db}.{source}{topology.on_cluster} SYNC")
+    for db, source, target in moved:
+        topology.distributed.add(target)
+        topology.shard_keys[target] = keys[source]
+        statements.append(_front(db, target, topology))
+    return statements
 
 
 def _order_key(rest: str) -> str:

@@ -9,16 +9,18 @@ When a rollup may be trusted, with request rows rewritten whenever late spans ar
 materialized view ``requests_touched_mv`` records when rows were last inserted into each (project,
 hour), whatever inserted them (the writer, a spool replay, a backfill). A build of an hour starts
 only once that hour has been quiet for ``settle`` seconds, reads ``requests FINAL`` and records
-``covers_until`` = its start − ``settle``. Readers use an hour's rollup only while no insert into
-that hour is newer than ``covers_until``; otherwise the hour is read from the rows, and the next
-refresh rebuilds it. ``settle`` bounds how long an insert may take from stamping its time to
-committing, so an insert the build could not see always makes the hour stale.
+``covers_until`` = its start − ``settle``. Every one of these times is on the store's clock
+(``now64``, :meth:`Store.now_ns`), like the insert stamps they are compared with: a collector's
+clock ahead of the server would otherwise trust a build that missed inserts. Readers use an hour's
+rollup only while no insert into that hour is newer than ``covers_until``; otherwise the hour is
+read from the rows, and the next refresh rebuilds it. ``settle`` bounds how long an insert may
+take from stamping its time to committing, so an insert the build could not see always makes the
+hour stale.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
@@ -148,7 +150,7 @@ def stale_hours(
     store: Store, now_ns: int, settle_s: float, limit: int = MAX_HOURS_PER_REFRESH
 ) -> list[tuple[str, int]]:
     """(project, hour start in unix seconds) whose rollup is missing or older than their last
-    insert, newest first, counting only hours quiet for ``settle_s``."""
+    insert, newest first, counting only hours quiet for ``settle_s`` at ``now_ns`` (store clock)."""
     quiet_before_us = (now_ns - int(settle_s * NS_PER_S)) // 1000
     rows = store.query(
         _STALE_SQL.replace("{db}", store.database), {"quiet_before": quiet_before_us, "limit": limit}
@@ -158,8 +160,9 @@ def stale_hours(
 
 def build_hour(store: Store, project: str, hour_s: int, settle_s: float) -> Built:
     """Roll up one hour of one project: every grouping in one pass over its rows, then the build
-    record (written last, so readers never pick a build whose rows are not all in)."""
-    started_ns = time.time_ns()
+    record (written last, so readers never pick a build whose rows are not all in). Its id and
+    start are the store's clock, so builds by several collectors order the same way."""
+    started_ns = store.now_ns()
     build = started_ns
     params = {"project": project, "hour": hour_s, "build": build}
     store.command(_BUILD_SQL.replace("{db}", store.database), params)
@@ -171,7 +174,7 @@ def build_hour(store: Store, project: str, hour_s: int, settle_s: float) -> Buil
 def refresh(store: Store, settle_s: float) -> list[Built]:
     """Rebuild every stale hour (up to :data:`MAX_HOURS_PER_REFRESH`, newest first)."""
     built = []
-    for project, hour_s in stale_hours(store, time.time_ns(), settle_s):
+    for project, hour_s in stale_hours(store, store.now_ns(), settle_s):
         built.append(build_hour(store, project, hour_s, settle_s))
     return built
 

@@ -3,18 +3,22 @@
 Exceptions::
 
     StorageError            anything that went wrong talking to ClickHouse
-     └── StorageUnavailable ClickHouse could not be reached (retry later)
+     ├── StorageUnavailable ClickHouse could not be reached (retry later)
+     └── DirectoryInUse     another process runs the embedded ClickHouse on this chdb directory
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import logging
 import operator
+import os
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import clickhouse_connect
@@ -54,6 +58,43 @@ class StorageUnavailable(StorageError):
     """ClickHouse could not be reached; the operation may succeed later."""
 
 
+class DirectoryInUse(StorageError):
+    """Another process runs an embedded ClickHouse (chdb) on this directory: this one cannot write."""
+
+
+LOCK_FILE: Final = "latencylens.lock"
+"""In a chdb directory: locked (``flock``) by the one process whose engine owns the directory."""
+_CLAIMED: dict[Path, int] = {}
+"""chdb directories this process holds the lock of (path → open file descriptor)."""
+
+
+def claim_directory(path: Path) -> None:
+    """Take the chdb directory for this process, for as long as it runs (again: a no-op).
+
+    Two engines on one directory corrupt or refuse each other's writes, while each would report
+    itself healthy; the lock makes the second fail at once instead. The operating system releases
+    it when the process ends, however it ends. Raises :class:`DirectoryInUse`."""
+    path = path.resolve()
+    with _CHDB_LOCK:
+        if path in _CLAIMED:
+            return
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            pid = f" (pid {holder})" if holder.isdigit() else ""
+            raise DirectoryInUse(
+                f"the chdb directory {path} is in use by another process{pid}: run one collector per "
+                "directory, or point every collector at one ClickHouse server (docs/deployment.md)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        _CLAIMED[path] = fd
+
+
 _SPAN_SELECT = """
 SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, status_message,
@@ -79,14 +120,6 @@ _EVENTS_SELECT = (
     "dropped_events_count"
 )
 """Events with their times as integer ns (a ``DateTime64`` would come back as a µs datetime)."""
-
-_SPAN_COUNTS = """
-SELECT trace_id, count() AS stored
-FROM {spans}
-WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
-GROUP BY trace_id
-"""
-"""Rows stored per trace *before* deduplication (no FINAL): reads only the key columns."""
 
 
 def spans_arrow(rows: Sequence[SpanRow]) -> pa.Table:
@@ -163,6 +196,9 @@ _REQUEST_TYPE_OF: Final[dict[str, pa.DataType]] = {
     "model_calls": pa.uint16(),
     "span_count": pa.uint32(),
     "computed_at": pa.timestamp("us"),
+    "version": pa.uint64(),
+    "is_deleted": pa.uint8(),
+    "root_missing": pa.uint8(),
     **dict.fromkeys(("project", "service", "name", "model", "provider"), _STRING),
 }
 _REQUEST_TYPES: Final = tuple(_REQUEST_TYPE_OF.get(column, pa.int64()) for column in REQUEST_COLUMNS)
@@ -218,7 +254,7 @@ class Store:
         try:
             with self._lock:
                 if is_chdb(dsn):
-                    chdb_path(dsn).mkdir(parents=True, exist_ok=True)
+                    claim_directory(chdb_path(dsn))
                     return clickhouse_connect.get_client(dsn=dsn)
                 return clickhouse_connect.get_client(dsn=dsn, connect_timeout=3, send_receive_timeout=30)
         except (ClickHouseError, OSError) as exc:
@@ -270,6 +306,21 @@ class Store:
         """Raise :class:`StorageError` unless ClickHouse answers a trivial query."""
         self.query("SELECT 1")
 
+    def claim(self) -> None:
+        """Embedded ClickHouse: take the chdb directory now (raises :class:`DirectoryInUse` when
+        another process has it), so a second service fails at start, not at its first write. A
+        server needs nothing."""
+        if is_chdb(self.settings.clickhouse_dsn):
+            claim_directory(chdb_path(self.settings.clickhouse_dsn))
+
+    def now_ns(self) -> int:
+        """The store's clock (ClickHouse's ``now64``), in ns since the epoch.
+
+        Every comparison with times the store stamped (span and row inserts, rollup builds) uses
+        this clock, never a collector's: collectors' clocks disagree, the store's is one."""
+        rows = self.query("SELECT toUnixTimestamp64Nano(now64(9)) AS now")
+        return int(rows[0]["now"])
+
     # --- schema -----------------------------------------------------------------------------------
     def migrate(self) -> list[Migration]:
         """Apply pending migrations; returns the ones applied now."""
@@ -309,7 +360,8 @@ class Store:
         """Every stored span of these traces (deduplicated), in start order, in one query.
 
         ``for_requests`` leaves out what request rows never read (resource attributes, status
-        message: empty in the returned rows), which makes the writer's read-back cheaper."""
+        message: empty in the returned rows), as the write path's and the reconciler's reads do
+        (:func:`latencylens_collector.storage.trace_state.stored_traces`, with insert stamps)."""
         ids = sorted(set(trace_ids))
         if not ids:
             return []
@@ -318,25 +370,10 @@ class Store:
         rows = self.query(sql, {"project": project, "trace_ids": ids})
         return [SpanRow(**row) for row in rows]
 
-    def stored_span_counts(
-        self, trace_ids: Iterable[bytes], project: str = DEFAULT_PROJECT
-    ) -> dict[bytes, int]:
-        """Rows stored per trace, duplicates not yet merged counted too (traces with none are absent).
-
-        Only the primary-key columns are read, so this costs a fraction of :meth:`spans_of_traces`;
-        the writer uses it to tell traces it holds whole in memory from traces it must read back."""
-        ids = sorted(set(trace_ids))
-        if not ids:
-            return {}
-        rows = self.query(
-            _SPAN_COUNTS.format(spans=self.table("spans")), {"project": project, "trace_ids": ids}
-        )
-        return {row["trace_id"]: int(row["stored"]) for row in rows}
-
     # --- requests -----------------------------------------------------------------------------------
     def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Write request rows (one Arrow insert); a newer ``computed_at`` replaces an older row of
-        the same trace."""
+        """Write request rows and tombstones (one Arrow insert); under the same key, the higher
+        ``version`` wins (:mod:`latencylens_collector.analysis.request_rows`)."""
         if not rows:
             return
         table = requests_arrow(rows)

@@ -1,0 +1,140 @@
+"""Makes request rows right once their traces settle, whatever the collectors saw when they wrote.
+
+The write path (:mod:`~latencylens_collector.pipeline.ingest`) computes a trace's row right after
+each insert, from what it sees then. With several collectors, replicas or a crash between the span
+insert and the row write, that can be a row of part of the trace, or no row at all. The reconciler
+runs in every collector (:class:`~latencylens_collector.runtime.scheduler.Scheduler`):
+
+1. Traces whose spans were last inserted in ``(cursor − settle, now − settle]`` on the store's clock
+   are read from ``traces_touched`` (a view on span inserts, so every insert counts, whoever made
+   it). Each is looked at twice, one settle delay apart, so an insert that became visible up to a
+   settle delay late is still seen.
+2. For each, one narrow query gives what is stored (distinct spans, latest insert stamp) and one the
+   live request rows. A trace with exactly one live row whose version is what the stored spans give
+   is done; that is the common case, and it costs no span read.
+3. Any other trace is read whole and rewritten as a settled trace: a trace without its root is rooted
+   at its top-most span (``root_missing``), and rows under other keys get tombstones.
+
+Idempotent: the same spans give the same row and version, so several collectors running this at
+once write the same rows (ClickHouse keeps one), with no leader and no lease.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+
+from latencylens_collector.analysis.request_rows import row_version, trace_rows
+from latencylens_collector.storage import trace_state
+from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.trace_state import Stamp, Touched
+
+_log = logging.getLogger(__name__)
+
+US_PER_S: Final = 1_000_000
+PAGE_TRACES: Final = 1000
+"""Traces looked at per query round."""
+MAX_LOOKBACK_S: Final = 2 * 24 * 3600
+"""``traces_touched`` keeps two days (migration 0016)."""
+
+
+@dataclass
+class Pass:
+    """What one :meth:`Reconciler.run_once` did."""
+
+    checked: int = 0
+    """Traces looked at."""
+    rewritten: int = 0
+    """Traces whose row was rewritten (missing, partial, or under two keys)."""
+
+
+class Reconciler:
+    """Recomputes the request rows of settled traces from the stored spans (see the module)."""
+
+    def __init__(self, store: Store, settle_s: float, lookback_s: float, page: int = PAGE_TRACES) -> None:
+        self.store = store
+        self.settle_us = int(settle_s * US_PER_S)
+        self.lookback_us = int(min(lookback_s, MAX_LOOKBACK_S) * US_PER_S)
+        self.page = page
+        self.done_until_us: int | None = None
+        """Touches up to here (store clock) have been looked at; None until the first pass, which
+        looks back ``lookback_s`` (a collector that was down finds the traces it left)."""
+
+    def run_once(self) -> Pass:
+        """Look at every trace that settled since the last pass. Raises StorageError."""
+        until_us = self.store.now_ns() // 1000 - self.settle_us
+        if self.done_until_us is None:
+            after_us = until_us - self.lookback_us
+        else:
+            after_us = min(self.done_until_us, until_us) - self.settle_us
+        result = Pass()
+        key: Touched | None = None
+        while True:
+            page = trace_state.touched(self.store, after_us, until_us, self.page, key)
+            by_project: dict[str, list[bytes]] = defaultdict(list)
+            for touched in page:
+                by_project[touched.project].append(touched.trace_id)
+            for project, trace_ids in by_project.items():
+                result.checked += len(trace_ids)
+                result.rewritten += self.reconcile(project, trace_ids)
+            if len(page) < self.page:
+                break
+            key = page[-1]
+        self.done_until_us = max(until_us, self.done_until_us or until_us)
+        return result
+
+    def reconcile(self, project: str, trace_ids: Sequence[bytes]) -> int:
+        """Rewrite the rows of those of ``trace_ids`` whose stored row is not their spans' row;
+        returns how many traces were rewritten."""
+        stamps = trace_state.stamps(self.store, trace_ids, project)
+        if not stamps:
+            return 0
+        since = min(stamp.first_start_ns for stamp in stamps.values())
+        until = max(stamp.last_start_ns for stamp in stamps.values())
+        live = trace_state.live_rows(self.store, list(stamps), project, since, until)
+        todo = [
+            trace_id for trace_id, stamp in stamps.items() if not _converged(stamp, live.get(trace_id, []))
+        ]
+        if not todo:
+            return 0
+        rows: list[dict[str, Any]] = []
+        for trace_id, stored in trace_state.stored_traces(self.store, todo, project).items():
+            rows.extend(
+                trace_rows(
+                    stored.spans,
+                    version=row_version(len(stored.spans), stored.last_insert_us),
+                    computed_at_us=stored.last_insert_us,
+                    settled=True,
+                    stored_starts=[start_ns for start_ns, _ in live.get(trace_id, [])],
+                )
+            )
+        self.store.upsert_requests(rows)
+        return len(todo)
+
+
+def _converged(stamp: Stamp, live: Sequence[tuple[int, int]]) -> bool:
+    """One live row, computed from exactly the stored spans (same count, same latest stamp)."""
+    return len(live) == 1 and live[0][1] == row_version(stamp.spans, stamp.last_insert_us)
+
+
+def reconcile_in_service(reconciler: Reconciler) -> None:
+    """One pass from the service's scheduler: quiet while migrations are pending; a failure
+    (storage down or busy) is only logged, and the next pass looks at the same window again."""
+    if not reconciler.store.migrated:
+        return
+    # The collector's own ClickHouse calls must never be traced (and exported back to itself).
+    token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+    try:
+        done = reconciler.run_once()
+    except Exception as exc:
+        _log.warning("reconciling request rows failed, retrying at the next interval: %s", exc)
+        return
+    finally:
+        otel_context.detach(token)
+    if done.rewritten:
+        _log.info("reconciled %d of %d settled trace(s)", done.rewritten, done.checked)
