@@ -5,13 +5,15 @@ each insert, from what it sees then. With several collectors, replicas or a cras
 insert and the row write, that can be a row of part of the trace, or no row at all. The reconciler
 runs in every collector (:class:`~latencylens_collector.runtime.scheduler.Scheduler`):
 
-1. Traces whose spans were last inserted in ``(cursor − settle, now − settle]`` on the store's clock
-   are read from ``traces_touched`` (a view on span inserts, so every insert counts, whoever made
-   it). Each is looked at twice, one settle delay apart, so an insert that became visible up to a
-   settle delay late is still seen.
-2. For each, one narrow query gives what is stored (distinct spans, latest insert stamp) and one the
-   live request rows. A trace with exactly one live row whose version is what the stored spans give
-   is done; that is the common case, and it costs no span read.
+1. Traces whose spans were inserted in ``(cursor − settle, now − settle]`` on the store's clock are
+   found in ``traces_touched`` (a view on span inserts, so every insert counts, whoever made it),
+   one minute of inserts at a time. A trace with a later insert has not settled and waits for a
+   later window. Each trace is looked at twice, one settle delay apart, so an insert that became
+   visible up to a settle delay late is still seen.
+2. Per minute, one narrow query gives what is stored of each of those traces (distinct spans,
+   latest insert stamp) and one their live request rows, both selecting the traces by subquery. A
+   trace with exactly one live row whose version is what its stored spans give is done; that is
+   the common case, and it costs no span read.
 3. Any other trace is read whole and rewritten as a settled trace: a trace without its root is rooted
    at its top-most span (``root_missing``), and rows under other keys get tombstones.
 
@@ -32,13 +34,13 @@ from opentelemetry import context as otel_context
 from latencylens_collector.analysis.request_rows import row_version, trace_rows
 from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
-from latencylens_collector.storage.trace_state import Stamp, Touched
+from latencylens_collector.storage.trace_state import Stamp, TraceKey
 
 _log = logging.getLogger(__name__)
 
 US_PER_S: Final = 1_000_000
 PAGE_TRACES: Final = 1000
-"""Traces looked at per query round."""
+"""Traces read whole per query when their rows must be rewritten."""
 MAX_LOOKBACK_S: Final = 2 * 24 * 3600
 """``traces_touched`` keeps two days (migration 0016)."""
 
@@ -66,55 +68,56 @@ class Reconciler:
         looks back ``lookback_s`` (a collector that was down finds the traces it left)."""
 
     def run_once(self) -> Pass:
-        """Look at every trace that settled since the last pass. Raises StorageError."""
+        """Look at every trace that settled since the last pass, one minute of inserts at a time.
+        Raises StorageError."""
         until_us = self.store.now_ns() // 1000 - self.settle_us
         if self.done_until_us is None:
             after_us = until_us - self.lookback_us
         else:
             after_us = min(self.done_until_us, until_us) - self.settle_us
         result = Pass()
-        key: Touched | None = None
-        while True:
-            page = trace_state.touched(self.store, after_us, until_us, self.page, key)
-            by_project: dict[str, list[bytes]] = defaultdict(list)
-            for touched in page:
-                by_project[touched.project].append(touched.trace_id)
-            for project, trace_ids in by_project.items():
-                result.checked += len(trace_ids)
-                result.rewritten += self.reconcile(project, trace_ids)
-            if len(page) < self.page:
-                break
-            key = page[-1]
+        for minute_s in trace_state.touched_minutes(self.store, after_us, until_us):
+            checked, rewritten = self._reconcile_minute(minute_s, after_us, until_us)
+            result.checked += checked
+            result.rewritten += rewritten
         self.done_until_us = max(until_us, self.done_until_us or until_us)
         return result
 
-    def reconcile(self, project: str, trace_ids: Sequence[bytes]) -> int:
-        """Rewrite the rows of those of ``trace_ids`` whose stored row is not their spans' row;
-        returns how many traces were rewritten."""
-        stamps = trace_state.stamps(self.store, trace_ids, project)
-        if not stamps:
-            return 0
-        since = min(stamp.first_start_ns for stamp in stamps.values())
-        until = max(stamp.last_start_ns for stamp in stamps.values())
-        live = trace_state.live_rows(self.store, list(stamps), project, since, until)
-        todo = [
-            trace_id for trace_id, stamp in stamps.items() if not _converged(stamp, live.get(trace_id, []))
-        ]
-        if not todo:
-            return 0
+    def _reconcile_minute(self, minute_s: int, after_us: int, until_us: int) -> tuple[int, int]:
+        """(traces looked at, traces rewritten) among those inserted in one minute of the window.
+        A trace with a span inserted after ``until`` has not settled: a later window takes it."""
+        stamps = trace_state.touched_stamps(self.store, minute_s, after_us, until_us)
+        settled = {key: stamp for key, stamp in stamps.items() if stamp.last_insert_us <= until_us}
+        if not settled:
+            return 0, 0
+        since = min(stamp.first_start_ns for stamp in settled.values())
+        until_start = max(stamp.last_start_ns for stamp in settled.values())
+        live = trace_state.touched_live_rows(self.store, minute_s, after_us, until_us, since, until_start)
+        todo: dict[str, list[bytes]] = defaultdict(list)
+        for (project, trace_id), stamp in settled.items():
+            if not _converged(stamp, live.get((project, trace_id), [])):
+                todo[project].append(trace_id)
+        for project, trace_ids in todo.items():
+            for start in range(0, len(trace_ids), self.page):
+                self._rewrite(project, trace_ids[start : start + self.page], live)
+        return len(settled), sum(map(len, todo.values()))
+
+    def _rewrite(
+        self, project: str, trace_ids: Sequence[bytes], live: dict[TraceKey, list[tuple[int, int]]]
+    ) -> None:
+        """Read these traces whole and write their settled rows, tombstoning every stored key."""
         rows: list[dict[str, Any]] = []
-        for trace_id, stored in trace_state.stored_traces(self.store, todo, project).items():
+        for trace_id, stored in trace_state.stored_traces(self.store, trace_ids, project).items():
             rows.extend(
                 trace_rows(
                     stored.spans,
                     version=row_version(len(stored.spans), stored.last_insert_us),
                     computed_at_us=stored.last_insert_us,
                     settled=True,
-                    stored_starts=[start_ns for start_ns, _ in live.get(trace_id, [])],
+                    stored_starts=[start_ns for start_ns, _ in live.get((project, trace_id), [])],
                 )
             )
         self.store.upsert_requests(rows)
-        return len(todo)
 
 
 def _converged(stamp: Stamp, live: Sequence[tuple[int, int]]) -> bool:

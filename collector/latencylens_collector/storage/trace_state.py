@@ -1,5 +1,6 @@
 """What the store holds of a trace, for making its request row converge: how many spans and how
-recently stamped, its spans with those stamps, its live request rows, and which traces were touched.
+recently stamped, its spans with those stamps, and, for the traces touched in a minute, the same
+stamps and their live request rows.
 
 Stamps are ClickHouse's own (``spans.inserted_at``, ``DEFAULT now64(6)``), so versions computed
 from them never depend on a collector's clock. Every read here is one query.
@@ -7,7 +8,7 @@ from them never depend on a collector's clock. Every read here is one query.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -38,15 +39,6 @@ class StoredTrace:
     last_insert_us: int
 
 
-@dataclass(frozen=True)
-class Touched:
-    """A trace whose spans were inserted, and when last (store clock, µs)."""
-
-    project: str
-    trace_id: bytes
-    touched_us: int
-
-
 _STAMPS: Final = """
 SELECT trace_id, count() AS stored, uniqExact(span_id) AS spans,
        toUnixTimestamp64Micro(max(inserted_at)) AS last_insert_us,
@@ -71,29 +63,46 @@ ORDER BY start_ns, span_id
 ``events``: attribution never reads them) and each span's stamp, in one read, so a row's version
 describes exactly the spans it was computed from."""
 
-_LIVE_ROWS: Final = """
-SELECT trace_id, toUnixTimestamp64Nano(start_time) AS start_ns, version
+_TOUCHED_IN: Final = """
+SELECT project, trace_id FROM {touched}
+WHERE minute = toDateTime({{minute:UInt32}}, 'UTC')
+GROUP BY project, trace_id
+HAVING max(last_insert) > fromUnixTimestamp64Micro({{after:Int64}}, 'UTC')
+   AND max(last_insert) <= fromUnixTimestamp64Micro({{until:Int64}}, 'UTC')
+"""
+"""Traces with spans inserted in (after, until] during one minute (the store's clock): a range of
+``traces_touched``'s key, so a window is read one minute at a time, each minute once."""
+
+_TOUCHED_STAMPS: Final = """
+SELECT project, trace_id, count() AS stored, uniqExact(span_id) AS spans,
+       toUnixTimestamp64Micro(max(inserted_at)) AS last_insert_us,
+       toUnixTimestamp64Nano(min(start_time)) AS first_start_ns,
+       toUnixTimestamp64Nano(max(start_time)) AS last_start_ns
+FROM {spans}
+WHERE (project, trace_id) IN ({touched_in})
+GROUP BY project, trace_id
+"""
+
+_TOUCHED_LIVE_ROWS: Final = """
+SELECT project, trace_id, toUnixTimestamp64Nano(start_time) AS start_ns, version
 FROM {requests} FINAL
-WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+WHERE (project, trace_id) IN ({touched_in})
   AND start_time >= fromUnixTimestamp64Nano({{since:Int64}}, 'UTC')
-  AND start_time <= fromUnixTimestamp64Nano({{until:Int64}}, 'UTC')
+  AND start_time <= fromUnixTimestamp64Nano({{until_start:Int64}}, 'UTC')
 """
 """Tombstones are hidden by FINAL (``ReplacingMergeTree(version, is_deleted)``). A trace's rows
 all start at one of its spans' starts, so [earliest, latest span start] bounds the key range."""
 
-_TOUCHED: Final = """
-SELECT project, trace_id, toUnixTimestamp64Micro(max(last_insert)) AS touched_us
-FROM {touched}
+_TOUCHED_MINUTES: Final = """
+SELECT DISTINCT toUnixTimestamp(minute) AS minute_s FROM {touched}
 WHERE minute >= toStartOfMinute(fromUnixTimestamp64Micro({{after:Int64}}, 'UTC'))
-GROUP BY project, trace_id
-HAVING touched_us > {{after:Int64}} AND touched_us <= {{until:Int64}}
-   AND (touched_us, project, trace_id)
-       > ({{key_us:Int64}}, {{key_project:String}}, {{key_trace:FixedString(16)}})
-ORDER BY touched_us, project, trace_id
-LIMIT {{limit:UInt32}}
+  AND minute <= fromUnixTimestamp64Micro({{until:Int64}}, 'UTC')
+ORDER BY minute_s
 """
-"""Traces whose latest insert lies in (after, until], oldest first, one page after the key given.
-A trace inserted again after ``until`` is left for a later window (it has not settled)."""
+"""The minutes of a window with any insert (the first column of the key: an index range)."""
+
+TraceKey = tuple[str, bytes]
+"""(project, trace id)."""
 
 
 def stamps(store: Store, trace_ids: Iterable[bytes], project: str) -> dict[bytes, Stamp]:
@@ -132,31 +141,50 @@ def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dic
     return {trace_id: StoredTrace(trace_spans, latest[trace_id]) for trace_id, trace_spans in spans.items()}
 
 
-def live_rows(
-    store: Store, trace_ids: Sequence[bytes], project: str, since_ns: int, until_ns: int
-) -> dict[bytes, list[tuple[int, int]]]:
-    """(start ns, version) of each live request row of these traces starting in [since, until]."""
-    if not trace_ids:
-        return {}
-    params = {"project": project, "trace_ids": sorted(set(trace_ids)), "since": since_ns, "until": until_ns}
-    found: dict[bytes, list[tuple[int, int]]] = {}
-    for row in store.query(_LIVE_ROWS.format(requests=store.table("requests")), params):
-        found.setdefault(bytes(row["trace_id"]), []).append((int(row["start_ns"]), int(row["version"])))
+def touched_minutes(store: Store, after_us: int, until_us: int) -> list[int]:
+    """Start (unix s) of each minute with spans inserted in the window (after, until], in order."""
+    sql = _TOUCHED_MINUTES.format(touched=store.table("traces_touched"))
+    return [int(row["minute_s"]) for row in store.query(sql, {"after": after_us, "until": until_us})]
+
+
+def touched_stamps(store: Store, minute_s: int, after_us: int, until_us: int) -> dict[TraceKey, Stamp]:
+    """:class:`Stamp` of every trace with spans inserted in (after, until] during the minute that
+    starts at ``minute_s``, in one query (the traces are a subquery, not a list sent along)."""
+    params = {"minute": minute_s, "after": after_us, "until": until_us}
+    rows = store.query(
+        _TOUCHED_STAMPS.format(spans=store.table("spans"), touched_in=_touched_in(store)), params
+    )
+    return {
+        (str(row["project"]), bytes(row["trace_id"])): Stamp(
+            stored=int(row["stored"]),
+            spans=int(row["spans"]),
+            last_insert_us=int(row["last_insert_us"]),
+            first_start_ns=int(row["first_start_ns"]),
+            last_start_ns=int(row["last_start_ns"]),
+        )
+        for row in rows
+    }
+
+
+def touched_live_rows(
+    store: Store, minute_s: int, after_us: int, until_us: int, since_ns: int, until_start_ns: int
+) -> dict[TraceKey, list[tuple[int, int]]]:
+    """(start ns, version) of each live request row of the same traces as :func:`touched_stamps`,
+    among rows starting in [since, until_start]."""
+    params = {
+        "minute": minute_s,
+        "after": after_us,
+        "until": until_us,
+        "since": since_ns,
+        "until_start": until_start_ns,
+    }
+    sql = _TOUCHED_LIVE_ROWS.format(requests=store.table("requests"), touched_in=_touched_in(store))
+    found: dict[TraceKey, list[tuple[int, int]]] = {}
+    for row in store.query(sql, params):
+        key = (str(row["project"]), bytes(row["trace_id"]))
+        found.setdefault(key, []).append((int(row["start_ns"]), int(row["version"])))
     return found
 
 
-def touched(
-    store: Store, after_us: int, until_us: int, limit: int, key: Touched | None = None
-) -> list[Touched]:
-    """Up to ``limit`` traces last inserted in (after, until] on the store's clock, ordered by
-    (time, project, trace id), starting after ``key`` (the last of the previous page)."""
-    params = {
-        "after": after_us,
-        "until": until_us,
-        "limit": limit,
-        "key_us": key.touched_us if key else 0,
-        "key_project": key.project if key else "",
-        "key_trace": key.trace_id if key else bytes(16),
-    }
-    rows = store.query(_TOUCHED.format(touched=store.table("traces_touched")), params)
-    return [Touched(str(row["project"]), bytes(row["trace_id"]), int(row["touched_us"])) for row in rows]
+def _touched_in(store: Store) -> str:
+    return _TOUCHED_IN.format(touched=store.table("traces_touched")).strip()
