@@ -9,7 +9,7 @@ quick; a slow-loris body; and the log filter over real log records.
 from __future__ import annotations
 
 import logging
-import select
+import selectors
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -47,12 +47,21 @@ def _connections(url: str, count: int, first_bytes: bytes = b"") -> Iterator[lis
             sock.close()
 
 
+def _readable(sockets: list[socket.socket], timeout_s: float) -> list[socket.socket]:
+    """The sockets with data (or EOF) within ``timeout_s``. epoll, not select(): a long test run
+    may hand out descriptors above 1024, which select() refuses."""
+    with selectors.DefaultSelector() as selector:
+        for sock in sockets:
+            selector.register(sock, selectors.EVENT_READ)
+        return [key.fileobj for key, _ in selector.select(timeout_s)]  # type: ignore[misc]
+
+
 def _read_until_closed(sock: socket.socket, timeout_s: float = SERVER_CLOSE_WAIT_S) -> bytes | None:
     """Everything the server sends until it closes the connection; None if it is still open."""
     received = b""
     deadline = time.monotonic() + timeout_s
     while (remaining := deadline - time.monotonic()) > 0:
-        readable, _, _ = select.select([sock], [], [], remaining)
+        readable = _readable([sock], remaining)
         if not readable:
             continue
         try:
@@ -72,7 +81,7 @@ def _answers(sockets: list[socket.socket], wait_s: float) -> list[bytes | None]:
     open_ = set(sockets)
     deadline = time.monotonic() + wait_s
     while open_ and (remaining := deadline - time.monotonic()) > 0:
-        readable, _, _ = select.select(list(open_), [], [], remaining)
+        readable = _readable(list(open_), remaining)
         for sock in readable:
             try:
                 chunk = sock.recv(65536)
@@ -115,7 +124,7 @@ def test_headers_trickled_byte_by_byte_are_cut_at_the_deadline(start_collector: 
             except (BrokenPipeError, ConnectionResetError):
                 cut = True
                 break
-            readable, _, _ = select.select([sock], [], [], 0.1)
+            readable = _readable([sock], 0.1)
             if readable:
                 cut = sock.recv(1024) == b""
                 break
@@ -146,7 +155,7 @@ def test_a_slow_loris_body_is_answered_408_and_closed(start_collector: Callable)
                 sock.sendall(b"\x0a")
             except (BrokenPipeError, ConnectionResetError):
                 break
-            readable, _, _ = select.select([sock], [], [], 0.1)
+            readable = _readable([sock], 0.1)
             if readable:
                 answer = _read_until_closed(sock) or b""
                 break

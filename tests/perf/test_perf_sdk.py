@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import latencylens
-from latencylens import _wrap, semconv
+from latencylens import _lifecycle, semconv
 
 GROQ_USAGE = {
     "queue_time": 0.041905864,
@@ -93,13 +93,14 @@ def test_perf_no_environment_read_per_call(
 def test_perf_static_attributes_built_once_per_function(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every call hands the span the same prebuilt attributes mapping: no per-call dict building."""
     seen: list[Mapping[str, Any]] = []
-    real_start = _wrap._start
+    real_tracer = _lifecycle._tracer
 
-    def recording_start(name: str, kind: Any, attributes: dict[str, Any]) -> Any:
-        seen.append(attributes)
-        return real_start(name, kind, attributes)
+    class RecordingTracer:
+        def start_span(self, name: str, **kwargs: Any) -> Any:
+            seen.append(kwargs["attributes"])
+            return real_tracer.start_span(name, **kwargs)
 
-    monkeypatch.setattr(_wrap, "_start", recording_start)
+    monkeypatch.setattr(_lifecycle, "_tracer", RecordingTracer())
 
     @latencylens.retrieval(data_source="docs")
     def search() -> int:
