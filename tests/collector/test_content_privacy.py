@@ -28,14 +28,12 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.sdk.trace.export import SpanExportResult
 from otlp_builders import MS, chat_trace, export_request, new_span_id, recent_base_ns, span, to_otlp_json
 from pipeline_helpers import grpc_target, wait_until
+from provider_payloads import openai_chat_completion, openai_chunk, openai_usage_chunk
+from provider_replay import Recorded, ReplayServer, Reply, json_reply, sse_reply
 
 from latencylens_collector.analysis.conventions import content
 from latencylens_collector.intake import otlp
 from latencylens_collector.settings import Settings
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
-from provider_payloads import openai_chat_completion, openai_chunk, openai_usage_chunk
-from provider_replay import Recorded, ReplayServer, Reply, json_reply, sse_reply
 
 SECRET = "ZEBRA-7f3a9c21-SECRET"
 """ASCII only: a JSON-escaped form of it would slip past the searches below."""

@@ -29,8 +29,6 @@ from typing import Any
 import httpx
 import pytest
 from pipeline_helpers import wait_until
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
 from provider_payloads import openai_chat_completion, openai_chunk, openai_usage_chunk
 from provider_replay import Recorded, ReplayServer, Reply, json_reply, sse_reply
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # run as a script: not under pytest
 
 from opentelemetry import trace
 from provider_payloads import (

@@ -16,6 +16,7 @@ its decode, the usage chunk's tokens, and almost no application time.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -24,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from provider_payloads import OPENAI_MODEL, openai_chunk, openai_usage_chunk
+from provider_replay import ReplayServer, sse_reply
 
 HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parents[1] / "providers"))  # the shared replay server and payloads
-
-from provider_payloads import OPENAI_MODEL, openai_chunk, openai_usage_chunk  # noqa: E402
-from provider_replay import ReplayServer, sse_reply  # noqa: E402
+SUPPORT = HERE.parents[1] / "support"
+"""Shared test modules, for the app this file runs as a script (pytest's ``pythonpath`` is not a child's)."""
 
 MS = 1_000_000
 CONTENT = ["Fast", " models", " stream", " well"]
@@ -50,9 +51,15 @@ def stream_reply() -> Any:
     return sse_reply(events, delays)
 
 
+def _child_env() -> dict[str, str]:
+    path = [str(SUPPORT), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
+
+
 def run_app(collector_url: str, provider_url: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(HERE), collector_url, provider_url],
+        env=_child_env(),
         capture_output=True,
         text=True,
         timeout=120,
