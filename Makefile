@@ -39,7 +39,7 @@ $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 # OpenLIT requires openai<3 and pip backtracks at length over its full dependency set, so the
-# convention tests (tests/collector/test_conventions_semantics.py) run it in a virtualenv of its
+# convention tests (tests/integration/collector/analysis/test_conventions_semantics.py) run it in a virtualenv of its
 # own: openlit without its dependencies, plus what it imports at runtime (httpx instrumentation
 # included: openlit.init() turns it on, and its span tells when a stream began).
 OPENLIT_VENV := .venv-openlit

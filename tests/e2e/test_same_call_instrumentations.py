@@ -29,7 +29,7 @@ PRODUCER = Path(__file__).with_name("same_call_producer.py")
 OPENLIT_PYTHON = REPO / ".venv-openlit" / "bin" / "python"
 MODEL_PARTS = tuple(name for name in COMPONENTS if name not in APPLICATION_COMPONENTS)
 
-# Documented payloads (tests/providers/provider_payloads.py):
+# Documented payloads (tests/support/provider_payloads.py):
 # anthropic_message(): input 21 + cache creation 188 086 + cache read 0 = 188 107 GenAI input
 # tokens, 393 output; anthropic_stream_events(): message_start input 25, message_delta output 15;
 # openai_chat_completion() and openai_usage_chunk(): prompt 19, completion 10. A stream without
@@ -83,7 +83,7 @@ def produce(scenario: str, collector_url: str) -> dict[str, Any]:
 def check_openai_stream(
     call: dict[str, Any], detail: dict[str, Any], ours: dict[str, Any], context: Any
 ) -> None:
-    """TTFT and decode by ordering, which no load can upset (tests/providers/provider_replay.py
+    """TTFT and decode by ordering, which no load can upset (tests/support/provider_replay.py
     anchors on the same send times): the first content and the last chunk were seen by the model
     call after the server sent them and before the app got them from the instrumentations (one
     clock, ``time.time_ns``, in one process); TTFT is no less than the request's arrival plus the

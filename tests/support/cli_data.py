@@ -1,6 +1,6 @@
 """Two real requests sent to a real collector over OTLP, with exact ids and times, for the CLI tests.
 
-``chat_trace`` (tests/collector/otlp_builders.py) is a request of 1000 ms × scale whose critical
+``chat_trace`` (tests/support/otlp_builders.py) is a request of 1000 ms × scale whose critical
 path is, in ms × scale: retrieval 100, tool 50, other application work 150 (app 300), network
 230, queue 50, prefill 20, decode 400.
 """
