@@ -7,12 +7,16 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test lint typecheck pytest bench clean system-tools
+.PHONY: run test test-unit lint typecheck pytest bench clean system-tools
 
 run: $(RUN_STAMP)
 	$(BIN)/latencylens demo
 
 test: $(TEST_STAMP) lint typecheck pytest
+
+# The fast tests only (no chdb, no server, no subprocess, no browser): seconds, not minutes.
+test-unit: $(TEST_STAMP)
+	$(BIN)/pytest tests/unit -q
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
