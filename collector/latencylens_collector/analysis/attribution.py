@@ -26,7 +26,7 @@ Invariants (tests/attribution checks each):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 # Components, in display order. "application" is retrieval + tool + app_other.
@@ -67,8 +67,6 @@ KIND_MODEL = "model"
 KIND_RETRIEVAL = "retrieval"
 KIND_TOOL = "tool"
 _SELF_COMPONENT = {KIND_RETRIEVAL: RETRIEVAL, KIND_TOOL: TOOL}
-
-_MAX_DEPTH = 256
 
 
 @dataclass(frozen=True)
@@ -248,7 +246,7 @@ def attribute_request(spans: Sequence[SpanNode]) -> RequestBreakdown | None:
         children.setdefault(parent, []).append(span)
 
     walk = _Walk(children)
-    walk.critical(root, root.start_ns, max(root.end_ns, root.start_ns), 0)
+    walk.critical(root, root.start_ns, max(root.end_ns, root.start_ns))
     walk.busy_time(root)
     e2e = max(0, root.end_ns - root.start_ns)
     provenance = {name: MEASURED for name in APPLICATION_COMPONENTS}
@@ -266,6 +264,17 @@ def attribute_request(spans: Sequence[SpanNode]) -> RequestBreakdown | None:
     )
 
 
+@dataclass
+class _Frame:
+    """A span of the critical walk whose children are being given its window, latest first."""
+
+    span: SpanNode
+    lo: int
+    cursor: int
+    own: str
+    children: Iterator[SpanNode]
+
+
 class _Walk:
     """State of one request's walk; kept private so the public surface stays functions."""
 
@@ -279,6 +288,7 @@ class _Walk:
         self.inconsistent = False
         self._model_cache: dict[str, ModelCallParts] = {}
         self._seen: set[str] = set()
+        self._walked: set[str] = set()
 
     def _model(self, span: SpanNode) -> ModelCallParts:
         cached = self._model_cache.get(span.span_id)
@@ -296,36 +306,50 @@ class _Walk:
         self.parts[component] = self.parts.get(component, 0) + ns
         self.span_critical[span.span_id] = self.span_critical.get(span.span_id, 0) + ns
 
-    def critical(self, span: SpanNode, lo: int, hi: int, depth: int) -> None:
-        """Give [lo, hi] of ``span``'s window to it and, where they decide the end, its children."""
-        if hi <= lo:
+    def critical(self, root: SpanNode, lo: int, hi: int) -> None:
+        """Give [lo, hi] of ``root``'s window to it and, where they decide the end, its children.
+
+        Depth first with an explicit stack, so a chain of any depth is walked whole (no recursion
+        limit, no depth cut), each span id once, so repeated ids cannot make it loop. A span's
+        children are taken latest end first: each gets the part of its window before where the
+        later ones began; the gaps are the span's own time."""
+        frames: list[_Frame] = []
+        self._enter(root, lo, hi, frames)
+        while frames:
+            frame = frames[-1]
+            child = next(frame.children, None) if frame.cursor > frame.lo else None
+            if child is None:
+                self._give(frame.span, frame.own, frame.cursor - frame.lo)
+                frames.pop()
+                continue
+            start = max(child.start_ns, frame.lo)
+            end = min(child.end_ns, frame.cursor)
+            if start >= frame.cursor or end <= start:
+                continue
+            self._give(frame.span, frame.own, frame.cursor - end)
+            frame.cursor = start
+            self._enter(child, start, end, frames)
+
+    def _enter(self, span: SpanNode, lo: int, hi: int, frames: list[_Frame]) -> None:
+        """Start ``span``'s slice [lo, hi]: a model call takes it whole, other spans get a frame."""
+        if hi <= lo or span.span_id in self._walked:
             return
+        self._walked.add(span.span_id)
         if span.kind == KIND_MODEL:
             # A model call is a leaf: its inside (HTTP client spans, a server's span) is already
             # summarised in its parts, and only a slice of it may lie on the path.
             for name, ns in scale_parts(self._model(span).parts, hi - lo).items():
                 self._give(span, name, ns)
             return
+        kids = sorted(self.children.get(span.span_id, []), key=lambda c: (c.end_ns, c.start_ns), reverse=True)
         own = _SELF_COMPONENT.get(span.kind, APP_OTHER)
-        kids = self.children.get(span.span_id, []) if depth < _MAX_DEPTH else []
-        cursor = hi
-        for child in sorted(kids, key=lambda c: (c.end_ns, c.start_ns), reverse=True):
-            if cursor <= lo:
-                break
-            start = max(child.start_ns, lo)
-            end = min(child.end_ns, cursor)
-            if start >= cursor or end <= start:
-                continue
-            self._give(span, own, cursor - end)
-            self.critical(child, start, end, depth + 1)
-            cursor = start
-        self._give(span, own, cursor - lo)
+        frames.append(_Frame(span, lo, hi, own, iter(kids)))
 
     def busy_time(self, root: SpanNode) -> None:
         """Exclusive time of every span (children clipped to it), summed per component."""
-        stack: list[tuple[SpanNode, int, int, int]] = [(root, root.start_ns, root.end_ns, 0)]
+        stack: list[tuple[SpanNode, int, int]] = [(root, root.start_ns, root.end_ns)]
         while stack:
-            span, lo, hi, depth = stack.pop()
+            span, lo, hi = stack.pop()
             if span.span_id in self._seen or hi <= lo:
                 continue
             self._seen.add(span.span_id)
@@ -335,11 +359,11 @@ class _Walk:
                 self.span_self[span.span_id] = hi - lo
                 continue
             windows = []
-            for child in self.children.get(span.span_id, []) if depth < _MAX_DEPTH else []:
+            for child in self.children.get(span.span_id, []):
                 start, end = max(child.start_ns, lo), min(child.end_ns, hi)
                 if end > start:
                     windows.append((start, end))
-                    stack.append((child, start, end, depth + 1))
+                    stack.append((child, start, end))
             own = (hi - lo) - _union_length(windows)
             self.span_self[span.span_id] = own
             component = _SELF_COMPONENT.get(span.kind, APP_OTHER)

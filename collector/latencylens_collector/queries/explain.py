@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from typing import Final
 
 from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.conventions import display_name
@@ -28,7 +29,14 @@ def request_detail(store: Store, project: str, trace_id_hex: str) -> RequestDeta
     row = rows[0]
     fields = summary_fields(row)
     spans = store.spans_of_traces([trace_id], project=project)
-    found = explain(fields["parts"], fields["provenance"], int(row["e2e_ns"]), row["provider"], row["model"])
+    found = explain(
+        fields["parts"],
+        fields["provenance"],
+        int(row["e2e_ns"]),
+        row["provider"],
+        row["model"],
+        fields["ttft_ns"],
+    )
     return RequestDetail(
         **fields,
         busy={name: int(row[f"busy_{name}_ns"]) for name in COMPONENTS},
@@ -66,13 +74,14 @@ def span_tree(spans: Sequence[SpanRow]) -> list[SpanTree]:
             status_message=row.status_message,
             attributes={**row.attributes, **marks.get(row.span_id, {})},
         )
+    parents = _parent_links({span_id: node.parent_span_id for span_id, node in nodes.items()})
     attached: dict[str, str] = {}
     top: list[SpanTree] = []
     for span_id, node in nodes.items():
-        parent = node.parent_span_id
-        if parent is not None and parent in nodes and not _reaches(attached, parent, span_id):
+        parent = parents.get(span_id)
+        if parent is not None:
             attached[span_id] = parent
-        elif parent is not None and root_id is not None and span_id != root_id:
+        elif node.parent_span_id is not None and root_id is not None and span_id != root_id:
             attached[span_id] = root_id
         else:
             top.append(node)
@@ -81,16 +90,69 @@ def span_tree(spans: Sequence[SpanRow]) -> list[SpanTree]:
     for node in nodes.values():
         node.children.sort(key=lambda child: (child.start_ns, child.span_id))
     top.sort(key=lambda node: (node.span_id != root_id, node.start_ns))
+    _cap_nesting(top)
     return top
 
 
-def _reaches(attached: Mapping[str, str], start: str, target: str) -> bool:
-    """Whether following accepted parent links from ``start`` arrives at ``target`` (a cycle)."""
-    seen = set()
-    current: str | None = start
-    while current is not None and current not in seen:
-        if current == target:
-            return True
-        seen.add(current)
-        current = attached.get(current)
-    return False
+def _parent_links(parent_of: Mapping[str, str | None]) -> dict[str, str]:
+    """Each span's parent link (in ``parent_of``'s order), leaving out links to spans not given
+    and, of each cycle of links, the link of its span that comes last: the links that remain make
+    a forest. Linear: each span is walked up from once."""
+    order = {span_id: index for index, span_id in enumerate(parent_of)}
+    state: dict[str, int] = {}  # 1: on the walk being made, 2: done
+    broken: set[str] = set()
+    for start in parent_of:
+        path: list[str] = []
+        current: str | None = start
+        while current is not None and current in order and current not in state:
+            state[current] = 1
+            path.append(current)
+            current = parent_of[current]
+        if current is not None and state.get(current) == 1:  # the walk closed a cycle
+            cycle = path[path.index(current) :]
+            broken.add(max(cycle, key=order.__getitem__))
+        for span_id in path:
+            state[span_id] = 2
+    return {
+        span_id: parent
+        for span_id, parent in parent_of.items()
+        if parent is not None and parent in order and span_id not in broken
+    }
+
+
+MAX_NESTING: Final = 100
+"""Levels of ``children`` an answer nests. JSON readers (Python's json, pydantic) stop at a depth
+of a few hundred to a thousand, so a deeper tree is listed below this level in tree order."""
+
+
+def _cap_nesting(top: Sequence[SpanTree]) -> None:
+    """Flatten every subtree below :data:`MAX_NESTING` levels, in place and without recursion: a
+    span at the last nested level gets all its descendants as ``children``, in tree order (each
+    before its own children, siblings by start), each naming its true parent in
+    ``parent_span_id``, so the tree can be rebuilt exactly."""
+    stack: list[tuple[SpanTree, int]] = [(node, 1) for node in reversed(top)]
+    seen: set[int] = set()  # each node once, whatever links a malformed trace has
+    while stack:
+        node, level = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if level < MAX_NESTING:
+            stack.extend((child, level + 1) for child in reversed(node.children))
+        elif node.children:
+            node.children = _descendants(node, seen)
+
+
+def _descendants(node: SpanTree, seen: set[int]) -> list[SpanTree]:
+    """``node``'s descendants in tree order, each without children."""
+    ordered: list[SpanTree] = []
+    stack = list(reversed(node.children))
+    while stack:
+        child = stack.pop()
+        if id(child) in seen:
+            continue
+        seen.add(id(child))
+        stack.extend(reversed(child.children))
+        child.children = []
+        ordered.append(child)
+    return ordered

@@ -12,10 +12,12 @@ from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.queries._common import MAX_LIMIT, QueryError
 from latencylens_collector.queries.responses import RequestList, RequestSummary, TraceIdMatches
 from latencylens_collector.queries.scope import NO_FILTERS, REQUEST_FIELDS, Filters, RequestScope
-from latencylens_collector.queries.times import from_ns, window
+from latencylens_collector.queries.times import MAX_NS, duration_ms_ns, from_ns, window
 from latencylens_collector.storage.store import Store
 
 _CANDIDATE_GROWTH = 4
+_MAX_CURSOR_CHARS = 80
+"""A cursor encodes at most 19 digits, a colon and 32 hex characters: 70 base64 characters."""
 MAX_PREFIX_MATCHES = 10
 TRACE_ID_PREFIX_PATTERN = r"^[0-9a-fA-F]{1,32}$"
 
@@ -26,13 +28,18 @@ def encode_cursor(e2e_ns: int, trace_hex: str) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
+    """The position :func:`encode_cursor` wrote; anything else (garbled, or a number no stored
+    e2e can have, which would page silently from the wrong place) is a QueryError."""
     try:
+        if len(cursor) > _MAX_CURSOR_CHARS:
+            raise ValueError("length")
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-        e2e, trace_hex = text.split(":")
+        e2e_text, trace_hex = text.split(":")
         bytes.fromhex(trace_hex)
-        if len(trace_hex) != 32:
-            raise ValueError("trace id")
-        return int(e2e), trace_hex.lower()
+        e2e = int(e2e_text)
+        if len(trace_hex) != 32 or not e2e_text.isdigit() or not 0 <= e2e <= MAX_NS:
+            raise ValueError("position")
+        return e2e, trace_hex.lower()
     except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
         raise QueryError("invalid cursor: pass next_cursor from the previous page unchanged") from exc
 
@@ -63,7 +70,7 @@ def list_requests(
     candidates_sql, params = scope.every_version(store, "trace_id")
     if min_duration_ms is not None:
         candidates_sql += " AND e2e_ns >= {min_e2e:Int64}"
-        params["min_e2e"] = round(min_duration_ms * 1e6)
+        params["min_e2e"] = duration_ms_ns(min_duration_ms)
     if cursor:
         params["c_e2e"], params["c_trace"] = decode_cursor(cursor)
         candidates_sql += (

@@ -12,6 +12,7 @@ window reads one way only. Both become integer ns. Bad input raises :class:`Quer
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -71,6 +72,26 @@ def parse_time(text: str, now: datetime) -> int:
     return ns
 
 
+MAX_DURATION_MS: Final = MAX_NS // 1_000_000
+"""Longest duration a filter takes, in ms: the most an Int64 of ns holds (about 292 years)."""
+
+
+def duration_ms_ns(value: float, name: str = "min_duration_ms") -> int:
+    """A duration in ms (a query parameter) as integer ns; refused unless finite and within
+    0..:data:`MAX_DURATION_MS`, so ``inf``, ``nan`` or ``1e300`` never become a wrong filter."""
+    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_MS:
+        raise QueryError(f"invalid {name} {value!r}: use a number of ms from 0 to {MAX_DURATION_MS}")
+    return round(value * 1_000_000)
+
+
+def checked_ns(value: int, what: str, low: int = MIN_NS) -> int:
+    """``value`` when it fits the signed 64-bit ns a time or duration is stored as (and is at least
+    ``low``); QueryError naming ``what`` otherwise."""
+    if not low <= value <= MAX_NS:
+        raise QueryError(f"invalid {what}: {value} is outside {low}..{MAX_NS}")
+    return value
+
+
 def _exact_ns(number: str, unit_ns: int) -> int:
     """``number`` × ``unit_ns`` rounded to whole ns, in decimal: a float would move ``.123`` s."""
     return int((Decimal(number) * unit_ns).to_integral_value())
@@ -120,6 +141,7 @@ def window(
 
 
 __all__ = [
+    "MAX_DURATION_MS",
     "MAX_NS",
     "MAX_RANGE_NS",
     "MIN_NS",
@@ -127,6 +149,8 @@ __all__ = [
     "TIME_HELP",
     "UNIT_NS",
     "Window",
+    "checked_ns",
+    "duration_ms_ns",
     "from_ns",
     "parse_duration",
     "parse_time",

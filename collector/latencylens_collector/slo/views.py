@@ -69,7 +69,7 @@ class AlertHistory(BaseModel):
 
 
 class SilenceCreate(BaseModel):
-    slo_id: int
+    slo_id: int = Field(ge=1, le=2**63 - 1, description="The SLO's id (ids are signed 64-bit).")
     until: datetime = Field(description="ISO-8601; naive means UTC.")
     reason: str = ""
 

@@ -8,7 +8,14 @@ from fastapi import APIRouter, HTTPException, Path, Query
 
 from latencylens_collector import queries
 from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
-from latencylens_collector.api.params import FiltersDep, SinceQuery, UntilQuery
+from latencylens_collector.api.params import (
+    FiltersDep,
+    MinDurationMsQuery,
+    SinceQuery,
+    UntilQuery,
+    limit_query,
+)
+from latencylens_collector.queries.explain import MAX_NESTING
 from latencylens_collector.queries.requests import (
     MAX_PREFIX_MATCHES,
     TRACE_ID_PREFIX_PATTERN,
@@ -33,10 +40,8 @@ def list_requests(
     filters: FiltersDep,
     since: SinceQuery = None,
     until: UntilQuery = None,
-    min_duration_ms: Annotated[
-        float | None, Query(ge=0, description="Only requests at least this long (ms).")
-    ] = None,
-    limit: Annotated[int, Query(ge=1, le=queries.MAX_LIMIT, description="At most this many rows.")] = 50,
+    min_duration_ms: MinDurationMsQuery = None,
+    limit: Annotated[int, limit_query(queries.MAX_LIMIT)] = 50,
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page.")] = None,
 ) -> RequestList:
     return queries.list_requests(
@@ -71,7 +76,10 @@ def lookup_trace_ids(
     "/{trace_id}",
     summary="One request",
     description="The request's breakdown, busy view, explanation (dominant component, its provenance "
-    "and a sentence) and span tree with each span's self time and share of the critical path.",
+    "and a sentence) and span tree with each span's self time and share of the critical path. The "
+    f"tree nests {MAX_NESTING} levels of children at most: a span at the last level lists all its "
+    "descendants as its children, in tree order, each naming its own parent (parent_span_id), so any "
+    "depth is answered and can be rebuilt exactly.",
     responses={404: {"description": "No request with this trace id."}},
 )
 def get_request(

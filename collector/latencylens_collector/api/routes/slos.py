@@ -15,6 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 
 from latencylens_collector.api.deps import ProjectDep
+from latencylens_collector.api.params import AlertIdPath, SloIdPath, SloIdQuery, limit_query
 from latencylens_collector.queries.times import MAX_NS, to_ns
 from latencylens_collector.slo import views
 from latencylens_collector.slo.definitions import SloDefinition
@@ -64,7 +65,7 @@ def list_slos(service: SloServiceDep, project: ProjectDep) -> views.SloList:
 
 
 @router.get("/api/slos/{slo_id}", summary="One SLO", responses={404: {"description": "No such SLO."}})
-def get_slo(slo_id: int, service: SloServiceDep, project: ProjectDep) -> views.SloView:
+def get_slo(slo_id: SloIdPath, service: SloServiceDep, project: ProjectDep) -> views.SloView:
     view = views.get_slo(service.repository, project, slo_id)
     if view is None:
         raise HTTPException(status_code=404, detail=f"no SLO {slo_id}")
@@ -77,7 +78,7 @@ def get_slo(slo_id: int, service: SloServiceDep, project: ProjectDep) -> views.S
     summary="Delete an SLO (its open alert is resolved; alert history is kept)",
     responses={404: {"description": "No such SLO."}},
 )
-def delete_slo(slo_id: int, service: SloServiceDep, project: ProjectDep) -> Response:
+def delete_slo(slo_id: SloIdPath, service: SloServiceDep, project: ProjectDep) -> Response:
     if not service.repository.delete(project, slo_id, service.clock()):
         raise HTTPException(status_code=404, detail=f"no SLO {slo_id}")
     return Response(status_code=204)
@@ -87,8 +88,8 @@ def delete_slo(slo_id: int, service: SloServiceDep, project: ProjectDep) -> Resp
 def list_alerts(
     service: SloServiceDep,
     project: ProjectDep,
-    slo_id: Annotated[int | None, Query(description="Only alerts of this SLO.")] = None,
-    limit: Annotated[int, Query(ge=1, le=views.MAX_ALERTS)] = 100,
+    slo_id: SloIdQuery = None,
+    limit: Annotated[int, limit_query(views.MAX_ALERTS)] = 100,
 ) -> views.AlertList:
     return views.list_alerts(service.repository, project, slo_id, limit)
 
@@ -98,7 +99,7 @@ def list_alerts(
     summary="Every transition of an alert, oldest first",
     responses={404: {"description": "No such alert."}},
 )
-def alert_history(alert_id: int, service: SloServiceDep, project: ProjectDep) -> views.AlertHistory:
+def alert_history(alert_id: AlertIdPath, service: SloServiceDep, project: ProjectDep) -> views.AlertHistory:
     history = views.alert_history(service.repository, project, alert_id)
     if history is None:
         raise HTTPException(status_code=404, detail=f"no alert {alert_id}")
