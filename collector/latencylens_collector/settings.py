@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
@@ -179,6 +179,12 @@ class Settings(BaseSettings):
         64 * 1024,
         description="Attribute values (and span names) longer than this many UTF-8 bytes are truncated "
         "with a marker.",
+    )
+    ingest_path: Literal["python", "engine"] = Field(
+        "python",
+        description="Who decodes OTLP/protobuf exports: ``python`` (the collector, span by span) or "
+        "``engine`` (ClickHouse, many bodies per insert; a body it cannot store exactly, and every "
+        "OTLP/JSON export, takes the Python path). docs/collector.md#engine-ingest.",
     )
     store_content: bool = Field(
         False,

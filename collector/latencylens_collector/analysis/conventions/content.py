@@ -140,6 +140,8 @@ def _indexed_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
 
 
 _INDEXED: Final = _indexed_pattern(INDEXED)
+INDEXED_PATTERN: Final = _INDEXED.pattern
+"""The same, as text (with ``re.DOTALL``, matched from the start), for the SQL that drops content."""
 CONTENT_EVENTS: Final = frozenset((*GENAI_CONTENT_EVENTS, *OPENLIT_CONTENT_EVENTS))
 """Events whose attributes are content except :data:`EVENT_KEPT_KEYS`."""
 EVENT_KEPT_KEYS: Final = frozenset(
