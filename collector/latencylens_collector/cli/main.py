@@ -26,6 +26,7 @@ from latencylens_collector.cli.output import error_line
 COMMAND_MODULES: tuple[str, ...] = (
     "latencylens_collector.cli.serve",
     "latencylens_collector.cli.queries",
+    "latencylens_collector.cli.advise",
     "latencylens_collector.cli.slo",
     "latencylens_collector.cli.keys",
     "latencylens_collector.cli.spool",
