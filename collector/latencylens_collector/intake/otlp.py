@@ -64,12 +64,29 @@ from latencylens_collector.intake.values import (
 )
 from latencylens_collector.settings import Settings
 
-__all__ = [  # names other modules use; the decoder's helpers live in the modules they come from
+__all__ = [  # its own public names, and the helpers other modules read through it
+    "AT_EPOCH",
+    "DEFAULT_MAX_ATTRIBUTE_BYTES",
+    "DEFAULT_MAX_SPAN_BYTES",
+    "ENDS_BEFORE_START",
     "EVENTS_DROPPED",
+    "EVENT_ATTRIBUTES_DROPPED",
+    "FUTURE_LIMIT_NS",
+    "HOUR_NS",
+    "INVALID_PARENT_ID",
+    "INVALID_SPAN_ID",
+    "INVALID_TRACE_ID",
+    "IN_FUTURE",
+    "MAX_EVENTS_PER_SPAN",
+    "MAX_EVENT_ATTRIBUTES",
+    "MAX_RESOURCE_BYTES",
     "NOT_UTF8",
+    "OVER_SPAN_BUDGET",
     "REASON_CODES",
     "TOO_DEEP",
+    "TRUNCATED",
     "TRUNCATION_MARKER",
+    "UNKNOWN_SERVICE",
     "DecodedBatch",
     "Limits",
     "OtlpDecodeError",
@@ -81,6 +98,7 @@ __all__ = [  # names other modules use; the decoder's helpers live in the module
     "encode_status",
     "export_response",
     "flatten",
+    "invalid_reason",
     "parse_json",
     "parse_protobuf",
     "raw_attributes_to_dict",

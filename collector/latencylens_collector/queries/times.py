@@ -141,6 +141,7 @@ def window(
 
 
 __all__ = [
+    "DEFAULT_WINDOW_NS",
     "MAX_DURATION_MS",
     "MAX_NS",
     "MAX_RANGE_NS",

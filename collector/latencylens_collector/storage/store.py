@@ -34,6 +34,7 @@ from latencylens_collector.analysis.records import (
     SpanRow,
 )
 from latencylens_collector.settings import Settings, chdb_path, is_chdb, redact_dsn
+from latencylens_collector.storage import otlp_sql
 
 if TYPE_CHECKING:
     from latencylens_collector.storage.migrations import Migration
@@ -68,7 +69,7 @@ _CLAIMED: dict[Path, int] = {}
 """chdb directories this process holds the lock of (path → open file descriptor)."""
 
 
-def claim_directory(path: Path) -> None:
+def _claim_directory(path: Path) -> None:
     """Take the chdb directory for this process, for as long as it runs (again: a no-op).
 
     Two engines on one directory corrupt or refuse each other's writes, while each would report
@@ -122,7 +123,7 @@ _EVENTS_SELECT = (
 """Events with their times as integer ns (a ``DateTime64`` would come back as a µs datetime)."""
 
 
-def spans_arrow(rows: Sequence[SpanRow]) -> pa.Table:
+def _spans_arrow(rows: Sequence[SpanRow]) -> pa.Table:
     """The rows as an Arrow table with :data:`SPAN_COLUMNS`, typed like the ``spans`` table.
 
     The rows are turned into columns in C (``attrgetter`` then ``zip``) and pyarrow builds each
@@ -165,7 +166,7 @@ _ROW_FIELD: Final = {"start_time": "start_ns"}
 """SpanRow field of a ``spans`` column, where the names differ."""
 
 
-def requests_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+def _requests_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Request rows (dicts keyed by :data:`REQUEST_COLUMNS`) as an Arrow table typed like the
     ``requests`` table; ``start_time`` in ns, ``computed_at`` in µs, as the row dicts hold them."""
     columns = list(zip(*map(_REQUEST_ITEMS, rows), strict=True)) or [()] * len(REQUEST_COLUMNS)
@@ -235,6 +236,7 @@ class Store:
             _CHDB_LOCK if is_chdb(settings.clickhouse_dsn) else contextlib.nullcontext()
         )
         self._migrated = False
+        self._otlp_views = False
 
     @classmethod
     def connect(cls, settings: Settings) -> Store:
@@ -254,7 +256,7 @@ class Store:
         try:
             with self._lock:
                 if is_chdb(dsn):
-                    claim_directory(chdb_path(dsn))
+                    _claim_directory(chdb_path(dsn))
                     return clickhouse_connect.get_client(dsn=dsn)
                 return clickhouse_connect.get_client(dsn=dsn, connect_timeout=3, send_receive_timeout=30)
         except (ClickHouseError, OSError) as exc:
@@ -311,7 +313,7 @@ class Store:
         another process has it), so a second service fails at start, not at its first write. A
         server needs nothing."""
         if is_chdb(self.settings.clickhouse_dsn):
-            claim_directory(chdb_path(self.settings.clickhouse_dsn))
+            _claim_directory(chdb_path(self.settings.clickhouse_dsn))
 
     def now_ns(self) -> int:
         """The store's clock (ClickHouse's ``now64``), in ns since the epoch.
@@ -350,7 +352,7 @@ class Store:
         if not rows:
             return
         settings = {"insert_deduplication_token": dedup_token} if dedup_token else None
-        table = spans_arrow(rows)
+        table = _spans_arrow(rows)
         with self._guard("inserting into spans") as client:
             client.insert_arrow(self.table("spans"), table, settings=settings)
 
@@ -370,13 +372,29 @@ class Store:
         rows = self.query(sql, {"project": project, "trace_ids": ids})
         return [SpanRow(**row) for row in rows]
 
+    # --- OTLP bodies decoded by the engine (storage/otlp_sql.py) -------------------------------------
+    def insert_otlp_bodies(self, data: bytes, batch: str) -> list[dict[str, Any]]:
+        """One INSERT of length-delimited export bodies (:func:`otlp_sql.framed`) whose views store
+        their plain spans; returns what they did with each body (:func:`otlp_sql.read_verdicts`).
+        ``batch`` is the bodies' batch id and the insert's deduplication token."""
+        if not self._otlp_views:
+            with self._guard("creating the OTLP landing views") as client:
+                for statement in otlp_sql.statements(self.database):
+                    client.command(statement)
+            self._otlp_views = True
+        settings = {**otlp_sql.INSERT_SETTINGS, "insert_deduplication_token": batch}
+        table = otlp_sql.landing_table(self.database)
+        with self._guard("inserting OTLP bodies") as client:
+            client.raw_insert(table, insert_block=data, fmt="Protobuf", settings=settings)
+        return self.query(otlp_sql.verdicts_sql(self.database), {"batch": batch})
+
     # --- requests -----------------------------------------------------------------------------------
     def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write request rows and tombstones (one Arrow insert); under the same key, the higher
         ``version`` wins (:mod:`latencylens_collector.analysis.request_rows`)."""
         if not rows:
             return
-        table = requests_arrow(rows)
+        table = _requests_arrow(rows)
         with self._guard("inserting into requests") as client:
             client.insert_arrow(self.table("requests"), table)
 
@@ -388,4 +406,11 @@ class Store:
         self._client = None
 
 
-__all__ = ["StorageError", "StorageUnavailable", "Store"]
+__all__ = [
+    "LOCK_FILE",
+    "RETRY_AFTER_SECONDS",
+    "DirectoryInUse",
+    "StorageError",
+    "StorageUnavailable",
+    "Store",
+]
