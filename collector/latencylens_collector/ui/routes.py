@@ -66,6 +66,7 @@ def ui_no_slash() -> RedirectResponse:
 @router.get("/ui/requests/{trace_id}")
 @router.get("/ui/overview")
 @router.get("/ui/slos")
+@router.get("/ui/advice")
 def page() -> Response:
     """The shell; the script picks the page from the path."""
     return _file_response("index.html")

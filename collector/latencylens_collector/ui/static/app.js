@@ -7,6 +7,7 @@ const ROUTES = [
   [/^\/ui\/requests\/([0-9a-fA-F]{32})\/?$/, "requests", () => import("./pages/request.js")],
   [/^\/ui\/overview\/?$/, "overview", () => import("./pages/overview.js")],
   [/^\/ui\/slos\/?$/, "slos", () => import("./pages/slos.js")],
+  [/^\/ui\/advice\/?$/, "advice", () => import("./pages/advice.js")],
 ];
 
 async function start() {

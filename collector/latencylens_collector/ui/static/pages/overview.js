@@ -71,6 +71,7 @@ export async function render(root) {
   mount(root,
     h("h1", { text: "Overview" }),
     picker,
+    h("p", {}, h("a", { id: "advice-link", href: "/ui/advice", text: "What to change first →" })),
     total === 0 ? h("p", { class: "notice", text: `No requests in the last ${chosen[0]}.` }) : null,
     h("div", { class: "charts" },
       card("Time to first token", lineChart(series(buckets, "ttft_ns", ["p50", "p95", "p99"]), { title: "TTFT percentiles over time" })),

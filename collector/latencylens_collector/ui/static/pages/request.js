@@ -171,7 +171,7 @@ export async function render(root, traceId) {
   const tokenFact = (label, value, id) => fact(label, tokens(value, detail.tokens_estimated), value === null || !detail.model_calls ? null : tokensSource, id);
   document.title = `${detail.name} · LatencyLens`;
   mount(root,
-    h("p", {}, h("a", { href: "/ui/requests", text: "← slow requests" })),
+    h("p", {}, h("a", { href: "/ui/requests", text: "← slow requests" }), " · ", h("a", { id: "advice-link", href: `/ui/advice?${new URLSearchParams({ route: detail.name, model: detail.model || "" })}`, text: "What to change first for this route" })),
     h("h1", {}, detail.name || "(unnamed request)", " ", detail.status_error ? h("span", { class: "badge error", text: "error" }) : null),
     h("p", { class: "muted" }, `${detail.service} · ${detail.model || "no model"}${detail.provider ? ` · ${detail.provider}` : ""} · started ${when(detail.start_time)} · `, h("span", { class: "mono", text: detail.trace_id })),
     h("div", { class: "card" },

@@ -1,0 +1,145 @@
+"""The "What to change first" page in real headless Chromium (Debian's, driven by Playwright) against
+a collector seeded with the advisor's known-truth workload, at desktop and phone widths.
+
+Numbers are those worked out in tests/integration/collector/queries/test_advice_api.py; the page
+must show what the API computed, and fail on any console error.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from advice_service import SeededAdvice, seeded_collector
+from queries_data import trace_id
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright missing (the test extra has it)")
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+TIMEOUT_MS = 20_000
+VIEWPORTS = {"desktop": {"width": 1366, "height": 800}, "phone": {"width": 390, "height": 844}}
+REPO = Path(__file__).resolve().parents[4]
+ARTIFACTS = REPO / "test-artifacts" / "ui"
+
+
+@pytest.fixture(scope="module")
+def seeded(chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededAdvice]:
+    with seeded_collector(chdb_dsn, Path(tmp_path_factory.mktemp("advice_ui")), "advice_ui") as running:
+        yield running
+
+
+@pytest.fixture(params=sorted(VIEWPORTS))
+def page_at(request: pytest.FixtureRequest, seeded: SeededAdvice, tmp_path: Path) -> Iterator[Any]:
+    """``page_at(path)`` opens a page at the parametrized width and waits until it is drawn."""
+    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    if not executable:
+        pytest.skip("chromium not found (apt-get install chromium)")
+    errors: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),
+            executable_path=executable,
+            headless=True,
+            args=ARGS,
+            viewport=VIEWPORTS[request.param],
+            timezone_id="UTC",
+            locale="en-US",
+        )
+
+        def open_page(path: str) -> Any:
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.on("console", lambda msg: msg.type == "error" and errors.append(f"{path}: {msg.text}"))
+            page.on("pageerror", lambda exc: errors.append(f"{path}: {exc}"))
+            page.goto(seeded.url + path)
+            ready(page)
+            return page
+
+        open_page.width = VIEWPORTS[request.param]["width"]  # type: ignore[attr-defined]
+        open_page.name = request.param  # type: ignore[attr-defined]
+        try:
+            yield open_page
+        finally:
+            context.close()
+    assert errors == []
+
+
+def ready(page: Any) -> None:
+    page.wait_for_selector("body[data-ready=true] main#app[data-state=ready]")
+
+
+def group(page: Any, name: str) -> Any:
+    return page.locator(f'section.advice-group[data-group="{name}"]')
+
+
+def fits(page: Any, selector: str, width: int) -> list[str]:
+    """Elements matching ``selector`` whose right edge passes the viewport (a phone must not scroll
+    sideways to read them)."""
+    return page.eval_on_selector_all(
+        selector,
+        f"els => els.filter(e => e.getBoundingClientRect().right > {width} + 1).map(e => e.outerHTML)",
+    )
+
+
+def test_page_ranks_each_groups_levers_with_the_computed_change(page_at) -> None:
+    page = page_at("/ui/advice")
+    story = group(page, "POST /story · m-writer")
+    first = story.locator("ol.levers > li").first
+    assert first.get_attribute("data-lever") == "shorten_outputs"
+    # 10 105 ms → 2105 ms at p95 (outputs capped at the p50 length of 200 tokens)
+    assert first.locator('tr[data-metric="e2e_p95"] td').all_text_contents() == [
+        "End-to-end p95",
+        "10.1 s",
+        "2.10 s",  # 2.105 s, toFixed(2) of the float below it
+        "−8.00 s",
+    ]
+    assert first.locator('tr[data-metric="ttft_p95"] .change').text_content() == "no change"
+    assert "cap outputs at 200 tokens (p50; p95 is 1000)" in first.locator(".summary").text_content()
+    assert first.locator('dd[data-evidence="output_tokens_p95"]').text_content() == "1,000"
+    assert "medium confidence" in first.locator(".badge").text_content()
+    # the other planted causes, one per route
+    for name, lever, change in [
+        ("POST /summarize · m-reader", "prefix_caching", "−150 ms"),
+        ("POST /chat · m-busy", "queue_alternative", "−2.00 s"),
+        ("POST /lookup · m-quick", "network_reuse", "−340 ms"),
+        ("POST /answer · m-slow", "switch_model", "−2.38 s"),
+    ]:
+        top = group(page, name).locator("ol.levers > li").first
+        assert top.get_attribute("data-lever") == lever
+        assert top.locator('tr[data-metric="e2e_p95"] .change').text_content() == change
+    assert group(page, "POST /answer · m-fast").locator(".no-lever").count() == 1
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"advice-{page_at.name}.png"), full_page=True)
+    assert fits(page, "section.advice-group, section.advice-group *:not(table *)", page_at.width) == []
+
+
+def test_all_says_why_the_other_levers_do_not_apply(page_at) -> None:
+    page = page_at("/ui/advice?all=true&route=POST%20/story")
+    assert page.locator("section.advice-group").count() == 1
+    reasons = group(page, "POST /story · m-writer").locator(".not-applicable li")
+    texts = {item.get_attribute("data-lever"): item.text_content() for item in reasons.all()}
+    assert texts["prefix_caching"] == (
+        "Cache the stable prompt prefix: prefill is 1% of end-to-end time (below 20%)"
+    )
+    assert set(texts) == {"prefix_caching", "queue_alternative", "network_reuse", "switch_model"}
+    assert page.locator("#advice-filter").text_content().startswith("Only requests with route POST /story.")
+
+
+def test_overview_and_request_pages_link_to_the_advice(page_at) -> None:
+    overview = page_at("/ui/overview")
+    assert overview.locator("#advice-link").get_attribute("href") == "/ui/advice"
+    request = page_at(f"/ui/requests/{trace_id(1003).hex()}")  # a /story request with 1000 tokens
+    link = request.locator("#advice-link")
+    query = parse_qs(urlparse(link.get_attribute("href")).query)
+    assert query == {"route": ["POST /story"], "model": ["m-writer"]}
+    link.click()
+    request.wait_for_url("**/ui/advice?**")
+    ready(request)
+    assert [s.get_attribute("data-group") for s in request.locator("section.advice-group").all()] == [
+        "POST /story · m-writer"
+    ]
