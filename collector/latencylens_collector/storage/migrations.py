@@ -40,13 +40,16 @@ rollups live as long as the request rows they summarize."""
 
 
 class Target(Protocol):
-    """Where migrations run: a database, the settings it was opened with, and statements."""
+    """Where migrations run: a database, the settings it was opened with, its tables' names in SQL
+    (:meth:`Store.table`), and statements."""
 
     @property
     def database(self) -> str: ...
 
     @property
     def settings(self) -> Settings: ...
+
+    def table(self, name: str) -> str: ...
 
     def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> None: ...
 
@@ -114,7 +117,7 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
 
 
 def applied_versions(store: Target) -> set[int]:
-    rows = store.query(f"SELECT DISTINCT version FROM {store.database}.schema_migrations")
+    rows = store.query(f"SELECT DISTINCT version FROM {store.table('schema_migrations')}")
     return {int(row["version"]) for row in rows}
 
 

@@ -97,47 +97,56 @@ _GROUPING_SETS = ", ".join(
     for fields in GROUPINGS
 )
 _MEASURES = [("requests", "count()"), *state_columns(), *sum_columns()]
-_BUILD_SQL = f"""
-INSERT INTO {{db}}.requests_rollup
+
+
+def _build_sql(store: Store) -> str:
+    """One hour of one project, every grouping in one pass. ``grouping(...)`` sets a bit for each
+    dimension *not* in the grouping set (first argument = 8), so 15 − it is the mask of kept ones."""
+    return f"""
+INSERT INTO {store.table("requests_rollup")}
     (project, kept, hour, {_DIMENSIONS}, has_ttft, has_itl, build, {", ".join(n for n, _ in _MEASURES)})
 SELECT project, 15 - grouping({_DIMENSIONS}) AS kept, toStartOfHour(start_time) AS hour, {_DIMENSIONS},
        ttft_ns IS NOT NULL AS has_ttft, itl_ns IS NOT NULL AS has_itl, {{build:UInt64}},
        {", ".join(expr for _, expr in _MEASURES)}
-FROM {{db}}.requests FINAL
+FROM {store.table("requests")} FINAL
 WHERE project = {{project:String}}
   AND start_time >= toDateTime({{hour:UInt32}}, 'UTC')
   AND start_time < toDateTime({{hour:UInt32}} + {HOUR_S}, 'UTC')
 GROUP BY GROUPING SETS ({_GROUPING_SETS})
 """
-# ``grouping(...)`` sets a bit for each dimension *not* in the grouping set (first argument = 8),
-# so 15 − it is the mask of kept dimensions.
 
-_STALE_SQL = """
+
+def _stale_sql(store: Store) -> str:
+    """Hours inserted into since their last build. A missing build joins as covers = 1970
+    (join_use_nulls is off), so never-built hours are stale."""
+    return f"""
 SELECT t.project AS project, toUnixTimestamp(t.hour) AS hour_s
 FROM (SELECT project, hour, max(last_insert) AS last
-      FROM {db}.requests_touched GROUP BY project, hour) AS t
+      FROM {store.table("requests_touched")} GROUP BY project, hour) AS t
 LEFT JOIN (SELECT project, hour, max(covers_until) AS covers
-           FROM {db}.requests_rollup_builds GROUP BY project, hour) AS b
+           FROM {store.table("requests_rollup_builds")} GROUP BY project, hour) AS b
   ON t.project = b.project AND t.hour = b.hour
-WHERE t.last >= b.covers AND t.last < fromUnixTimestamp64Micro({quiet_before:Int64}, 'UTC')
+WHERE t.last >= b.covers AND t.last < fromUnixTimestamp64Micro({{quiet_before:Int64}}, 'UTC')
 ORDER BY hour_s DESC
-LIMIT {limit:UInt32}
+LIMIT {{limit:UInt32}}
 """
-# A missing build joins as covers = 1970 (join_use_nulls is off), so never-built hours are stale.
 
 
-_BUILD_RECORD_SQL = f"""
-INSERT INTO {{db}}.requests_rollup_builds (project, hour, build, covers_until, requests, state_values)
+def _build_record_sql(store: Store) -> str:
+    """The build's record. An hour without rows still gets one (requests 0), so it is not rebuilt
+    at every refresh."""
+    return f"""
+INSERT INTO {store.table("requests_rollup_builds")}
+    (project, hour, build, covers_until, requests, state_values)
 SELECT {{project:String}}, toDateTime({{hour:UInt32}}, 'UTC'), {{build:UInt64}},
        fromUnixTimestamp64Micro({{covers:Int64}}, 'UTC'), max(n),
        mapFromArrays(groupArray(kept), groupArray(v))
 FROM (SELECT kept, sum(requests) AS n, sum(least(requests, {DISTINCT_VALUES_CAP})) AS v
-      FROM {{db}}.requests_rollup
+      FROM {store.table("requests_rollup")}
       WHERE project = {{project:String}} AND hour = toDateTime({{hour:UInt32}}, 'UTC')
         AND build = {{build:UInt64}}
       GROUP BY kept)
 """
-# An hour without rows still gets its record (requests 0), so it is not rebuilt at every refresh.
 
 
 @dataclass(frozen=True)
@@ -152,9 +161,7 @@ def stale_hours(
     """(project, hour start in unix seconds) whose rollup is missing or older than their last
     insert, newest first, counting only hours quiet for ``settle_s`` at ``now_ns`` (store clock)."""
     quiet_before_us = (now_ns - int(settle_s * NS_PER_S)) // 1000
-    rows = store.query(
-        _STALE_SQL.replace("{db}", store.database), {"quiet_before": quiet_before_us, "limit": limit}
-    )
+    rows = store.query(_stale_sql(store), {"quiet_before": quiet_before_us, "limit": limit})
     return [(str(row["project"]), int(row["hour_s"])) for row in rows]
 
 
@@ -165,9 +172,9 @@ def build_hour(store: Store, project: str, hour_s: int, settle_s: float) -> Buil
     started_ns = store.now_ns()
     build = started_ns
     params = {"project": project, "hour": hour_s, "build": build}
-    store.command(_BUILD_SQL.replace("{db}", store.database), params)
+    store.command(_build_sql(store), params)
     covers_until_us = (started_ns - int(settle_s * NS_PER_S)) // 1000
-    store.command(_BUILD_RECORD_SQL.replace("{db}", store.database), {**params, "covers": covers_until_us})
+    store.command(_build_record_sql(store), {**params, "covers": covers_until_us})
     return Built(project, hour_s)
 
 
