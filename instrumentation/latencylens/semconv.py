@@ -166,6 +166,12 @@ TRACE_TOO_LARGE: Final = "latencylens.trace.too_large"
 """``true`` on each span admitted after its trace already had the per-trace span cap: the trace is
 stored whole but too large to attribute."""
 
+# Set by ``latencylens replay`` on every span of a replayed request (docs/replay.md).
+REPLAY_RUN_ID: Final = "latencylens.replay.run_id"
+"""The replay run that sent this request (a string id printed by ``latencylens replay``)."""
+REPLAY_SOURCE_TRACE_ID: Final = "latencylens.replay.source_trace_id"
+"""Hex trace id of the recorded request whose shape this replayed request copies."""
+
 ALL_OWN_ATTRIBUTES: Final = (
     SPAN_KIND,
     PROVIDER_QUEUE_NS,
@@ -202,5 +208,7 @@ ALL_OWN_ATTRIBUTES: Final = (
     SPAN_BUDGET_CUT_BYTES,
     SPAN_BUDGET_DROPPED_ATTRIBUTES,
     TRACE_TOO_LARGE,
+    REPLAY_RUN_ID,
+    REPLAY_SOURCE_TRACE_ID,
 )
 """Every ``latencylens.`` name above, for tests that pin the namespace."""

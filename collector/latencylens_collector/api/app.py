@@ -24,6 +24,7 @@ from latencylens_collector.api.routes import advice as advice_routes
 from latencylens_collector.api.routes import compare as compare_routes
 from latencylens_collector.api.routes import health, otlp, requests
 from latencylens_collector.api.routes import metrics as metrics_routes
+from latencylens_collector.api.routes import replay as replay_routes
 from latencylens_collector.api.routes import slos as slo_routes
 from latencylens_collector.api.routes import stats as stats_routes
 from latencylens_collector.pipeline import Pipeline
@@ -84,6 +85,7 @@ def create_app(
     app.include_router(requests.router)
     app.include_router(stats_routes.router)
     app.include_router(compare_routes.router)
+    app.include_router(replay_routes.router)
     app.include_router(advice_routes.router)
     app.include_router(slo_routes.router)
     app.include_router(health.router)
