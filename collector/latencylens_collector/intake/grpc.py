@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceServicer
 
 from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
-from latencylens_collector.intake import otlp
+from latencylens_collector.intake import engine, otlp
 from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
     QUEUE_FULL_RETRY_S,
@@ -77,6 +77,10 @@ class TraceReceiver(TraceServiceServicer):
             _refuse(context, "queue_full", grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), QUEUE_FULL_RETRY_S)
         except PipelineClosed as exc:
             _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
+        if self.settings.ingest_path == "engine":
+            stored = self._by_engine(request, project, context)
+            if stored is not None:
+                return otlp.export_response(stored)
         with self.pipeline.decoding():
             batch = self._decode(request, project, context)
             written = self._submit(batch, context) if batch.spans else None
@@ -86,6 +90,22 @@ class TraceReceiver(TraceServiceServicer):
             except WriteFailed as exc:
                 _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
         return otlp.export_response(batch)
+
+    def _by_engine(
+        self, body: bytes, project: str, context: grpc.ServicerContext
+    ) -> otlp.DecodedBatch | None:
+        """The answer when ClickHouse stored the whole body (:mod:`.engine`), else None."""
+        limits = otlp.Limits.of(self.settings, now_ns=self.clock())
+        try:
+            ticket = engine.submit(self.pipeline, body, project, limits)
+        except QueueFull as exc:
+            _refuse(context, "queue_full", grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), QUEUE_FULL_RETRY_S)
+        except PipelineClosed as exc:
+            _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
+        if ticket is None:
+            return None
+        ticket.future.result()
+        return engine.answer(ticket, PROTOCOL)
 
     def _project(self, context: grpc.ServicerContext) -> str:
         metadata = {key.lower(): value for key, value in context.invocation_metadata()}

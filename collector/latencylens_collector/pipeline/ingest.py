@@ -21,8 +21,9 @@ from typing import Any
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.request_rows import row_version, settled_root_start, trace_rows
-from latencylens_collector.storage import trace_state
-from latencylens_collector.storage.store import Store
+from latencylens_collector.pipeline.refusals import classify
+from latencylens_collector.storage import otlp_sql, trace_state
+from latencylens_collector.storage.store import StorageError, Store
 
 
 class Ingestor:
@@ -59,6 +60,52 @@ class Ingestor:
             self.store.upsert_requests(rows)
             return sum(1 for row in rows if not row["is_deleted"])
 
+    def ingest_bodies(
+        self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str
+    ) -> list[otlp_sql.Verdict | None]:
+        """Insert OTLP/protobuf export bodies ``(project, body, limits)`` in one INSERT that
+        ClickHouse decodes and flattens (:mod:`~latencylens_collector.storage.otlp_sql`), then
+        rewrite the request rows of the traces it stored, read back from storage. Returns one
+        verdict per body; a body with a span the engine did not store must take the Python path.
+
+        A body that does not parse fails its whole INSERT: the batch is split in halves (each
+        piece its own token) until the failing bodies are alone, and their verdict is None.
+        A refusal for now (:func:`~.refusals.classify`: unreachable, read-only, ...) is raised
+        (StorageError) at once, as splitting cannot help."""
+        if not bodies:
+            return []
+        try:
+            return self._ingest_bodies(bodies, batch_id)
+        except StorageError as exc:
+            if classify(exc).transient:
+                raise
+            if len(bodies) == 1:
+                return [None]
+        half = len(bodies) // 2
+        return [
+            *self.ingest_bodies(bodies[:half], f"{batch_id}-a"),
+            *self.ingest_bodies(bodies[half:], f"{batch_id}-b"),
+        ]
+
+    def _ingest_bodies(
+        self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str
+    ) -> list[otlp_sql.Verdict | None]:
+        with self._lock:
+            self.store.ensure_ready()
+            data = otlp_sql.framed(
+                (body, otlp_sql.envelope(project, batch_id, seq, limits))
+                for seq, (project, body, limits) in enumerate(bodies)
+            )
+            verdicts = otlp_sql.read_verdicts(self.store.insert_otlp_bodies(data, batch_id), len(bodies))
+            touched: dict[str, set[bytes]] = defaultdict(set)
+            for verdict in verdicts:
+                touched[verdict.project] |= verdict.trace_ids
+            rows: list[dict[str, Any]] = []
+            for project, trace_ids in touched.items():
+                rows.extend(self._read_back(project, sorted(trace_ids), {}))
+            self.store.upsert_requests(rows)
+            return list(verdicts)
+
     def _rows(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[dict[str, Any]]:
         """Rows and tombstones of each trace in ``batch``, from the batch alone when it holds the
         trace whole (:func:`_whole`)."""
@@ -72,11 +119,22 @@ class Ingestor:
             else:
                 read_back.append(trace_id)
         if read_back:
-            stored = trace_state.stored_traces(self.store, read_back, project)
-            for trace_id in read_back:
-                found = stored.get(trace_id)
-                spans, last_insert_us = _joined(batch[trace_id], found)
-                rows.extend(_rows_of(spans, last_insert_us, _earlier_root(batch[trace_id], found)))
+            rows.extend(self._read_back(project, read_back, batch))
+        return rows
+
+    def _read_back(
+        self, project: str, trace_ids: Sequence[bytes], batch: dict[bytes, list[SpanRow]]
+    ) -> list[dict[str, Any]]:
+        """Rows of traces read back from storage, joined with the batch's own spans of them."""
+        rows: list[dict[str, Any]] = []
+        stored = trace_state.stored_traces(self.store, trace_ids, project)
+        for trace_id in trace_ids:
+            found = stored.get(trace_id)
+            own = batch.get(trace_id, [])
+            if found is None and not own:
+                continue
+            spans, last_insert_us = _joined(own, found)
+            rows.extend(_rows_of(spans, last_insert_us, _earlier_root(own, found)))
         return rows
 
 

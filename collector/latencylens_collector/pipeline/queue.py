@@ -19,6 +19,7 @@ the whole linger, and concurrent senders still share one insert (group commit).
 
 from __future__ import annotations
 
+import builtins
 import enum
 import threading
 import time
@@ -28,7 +29,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from sys import getsizeof
-from typing import Final
+from typing import Any, Final
 
 from latencylens_collector.analysis.records import DEFAULT_PROJECT, SpanRow
 from latencylens_collector.runtime import metrics
@@ -75,10 +76,12 @@ def _mapping_bytes(values: dict[str, str]) -> int:
 
 
 class Outcome(enum.Enum):
-    """Where an acknowledged batch is, durably."""
+    """Where an acknowledged batch is, durably; or, for an export body the engine did not store
+    whole (:mod:`latencylens_collector.storage.otlp_sql`), that it takes the Python path."""
 
     STORED = "stored"
     SPOOLED = "spooled"
+    TAKE_PYTHON_PATH = "python"
 
 
 class QueueFull(Exception):
@@ -112,6 +115,13 @@ class Ticket:
     nbytes: int = 0
     """What the spans weigh (:func:`rows_bytes`)."""
     project: str = DEFAULT_PROJECT
+    body: bytes | None = None
+    """An OTLP/protobuf export body the engine decodes (``ingest_path = engine``); ``spans`` is
+    then empty and ``nbytes`` the body's size."""
+    limits: Any = None
+    """What the engine checks the body against (:class:`~.storage.otlp_sql.BodyLimits`)."""
+    stored_spans: int = 0
+    """Spans the engine stored from ``body`` (set before the future resolves)."""
 
 
 class BoundedQueue:
@@ -178,9 +188,17 @@ class BoundedQueue:
                 if not self._decoding and self._turns:
                     self._cond.notify_all()
 
-    def put(self, spans: list[SpanRow], nbytes: int | None = None, project: str | None = None) -> Ticket:
+    def put(
+        self,
+        spans: list[SpanRow],
+        nbytes: int | None = None,
+        project: str | None = None,
+        body: builtins.bytes | None = None,
+        limits: Any = None,
+    ) -> Ticket:
         """Enqueue (``nbytes``: :func:`rows_bytes` of ``spans``, computed when not given; ``project``:
-        the spans' own); raises :class:`QueueFull` or :class:`PipelineClosed` without waiting."""
+        the spans' own; ``body`` and ``limits``: an export body for the engine, see :class:`Ticket`);
+        raises :class:`QueueFull` or :class:`PipelineClosed` without waiting."""
         if nbytes is None:
             nbytes = rows_bytes(spans)
         if project is None:
@@ -189,7 +207,9 @@ class BoundedQueue:
             if self._closed:
                 raise PipelineClosed("the collector is shutting down")
             self._check_room(project, len(spans), nbytes)
-            ticket = Ticket(spans, enqueued_at=self._monotonic(), nbytes=nbytes, project=project)
+            ticket = Ticket(
+                spans, enqueued_at=self._monotonic(), nbytes=nbytes, project=project, body=body, limits=limits
+            )
             queue = self._queues.get(project)
             if queue is None:
                 queue = self._queues[project] = deque()

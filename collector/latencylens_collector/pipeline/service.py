@@ -17,11 +17,13 @@ from latencylens_collector.pipeline.queue import (
     Outcome,
     PipelineClosed,
     QueueFull,
+    Ticket,
     rows_bytes,
 )
 from latencylens_collector.pipeline.spool import Spool, SpoolCounts, SpoolError
 from latencylens_collector.pipeline.writer import Writer
 from latencylens_collector.settings import Settings
+from latencylens_collector.storage.otlp_sql import BodyLimits
 
 _log = logging.getLogger(__name__)
 
@@ -117,6 +119,14 @@ class Pipeline:
         except (QueueFull, PipelineClosed):
             undo()
             raise
+
+    def submit_body(self, body: bytes, project: str, limits: BodyLimits) -> Ticket:
+        """Queue an OTLP/protobuf export body for the engine (``ingest_path = engine``); its
+        future resolves STORED, SPOOLED never, or TAKE_PYTHON_PATH: the receiver then decodes the
+        body itself and :meth:`submit` s its spans. Raises QueueFull or PipelineClosed at once."""
+        if not self.writer.running:
+            raise PipelineClosed("the collector is not running its writer (starting or stopping)")
+        return self.queue.put([], len(body), project, body=body, limits=limits)
 
     def check_room(self, project: str) -> None:
         """Raise QueueFull (or PipelineClosed) when no export of ``project`` could be queued now, so

@@ -141,6 +141,12 @@ class Writer:
         return _IDLE_WAKE_S
 
     def _flush(self, tickets: list[Ticket]) -> None:
+        bodies = [ticket for ticket in tickets if ticket.body is not None]
+        if bodies:
+            self._flush_bodies(bodies)
+            tickets = [ticket for ticket in tickets if ticket.body is None]
+            if not tickets:
+                return
         spans = [span for ticket in tickets for span in ticket.spans]
         # From here a receiver can no longer cancel; a cancelled one (client gone) is written anyway.
         tickets = [ticket for ticket in tickets if ticket.future.set_running_or_notify_cancel()]
@@ -176,6 +182,52 @@ class Writer:
             raise WriteFailed(f"storage unavailable and the spool is {why}; retry later") from exc
         metrics.SPANS_SPOOLED.inc(len(spans))
         return Outcome.SPOOLED
+
+    # --- export bodies the engine decodes (ingest_path = engine) ------------------------------------
+    def _flush_bodies(self, tickets: list[Ticket]) -> None:
+        """One INSERT of the bodies; each ticket resolves STORED (the engine stored every span of
+        its body) or TAKE_PYTHON_PATH (its receiver decodes it in Python, which answers precisely
+        and stores or spools it). An insert that fails is split in halves until the failing
+        bodies are alone (:meth:`Ingestor.ingest_bodies`); ClickHouse refusing writes for now
+        sends them all to the Python path (and so to the spool)."""
+        tickets = [ticket for ticket in tickets if ticket.future.set_running_or_notify_cancel()]
+        if not tickets:
+            return
+        if self._monotonic() < self._storage_retry_at:
+            _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
+            return
+        try:
+            self._store_bodies(tickets)
+        except Exception:  # never leave a receiver waiting
+            _log.exception("unexpected error while writing export bodies")
+            _resolve([ticket for ticket in tickets if not ticket.future.done()], Outcome.TAKE_PYTHON_PATH)
+
+    def _store_bodies(self, tickets: list[Ticket]) -> None:
+        started = time.perf_counter()
+        batch = [(ticket.project, ticket.body or b"", ticket.limits) for ticket in tickets]
+        try:
+            verdicts = self.ingestor.ingest_bodies(batch, uuid.uuid4().hex)
+        except Exception as exc:
+            refusal = classify(exc)
+            if refusal.transient:
+                self._note_refusal(refusal)
+            else:
+                _log.error("writing export bodies failed (%s): %s", refusal.name, exc, exc_info=exc)
+            _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
+            return
+        stored = 0
+        for ticket, verdict in zip(tickets, verdicts, strict=True):
+            if verdict is not None and verdict.stored_all:
+                ticket.stored_spans = verdict.spans
+                stored += verdict.spans
+                ticket.future.set_result(Outcome.STORED)
+            else:
+                ticket.future.set_result(Outcome.TAKE_PYTHON_PATH)
+        metrics.INSERT_DURATION.observe(time.perf_counter() - started)
+        metrics.BATCH_SPANS.observe(stored)
+        metrics.SPANS_WRITTEN.labels(source="direct").inc(stored)
+        self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
+        self._storage_retry_at, self._refusal = 0.0, ""
 
     def _write(self, spans: Sequence[SpanRow], batch_id: str) -> None:
         started = time.perf_counter()
@@ -253,3 +305,8 @@ class Writer:
         self._replaying = None
         self._replay_retry_at = 0.0
         metrics.SPANS_WRITTEN.labels(source="spool").inc(triage.stored)
+
+
+def _resolve(tickets: Sequence[Ticket], outcome: Outcome) -> None:
+    for ticket in tickets:
+        ticket.future.set_result(outcome)

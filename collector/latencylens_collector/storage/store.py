@@ -34,6 +34,7 @@ from latencylens_collector.analysis.records import (
     SpanRow,
 )
 from latencylens_collector.settings import Settings, chdb_path, is_chdb, redact_dsn
+from latencylens_collector.storage import otlp_sql
 
 if TYPE_CHECKING:
     from latencylens_collector.storage.migrations import Migration
@@ -235,6 +236,7 @@ class Store:
             _CHDB_LOCK if is_chdb(settings.clickhouse_dsn) else contextlib.nullcontext()
         )
         self._migrated = False
+        self._otlp_views = False
 
     @classmethod
     def connect(cls, settings: Settings) -> Store:
@@ -369,6 +371,22 @@ class Store:
         sql = select.format(spans=self.table("spans"), events=_EVENTS_SELECT)
         rows = self.query(sql, {"project": project, "trace_ids": ids})
         return [SpanRow(**row) for row in rows]
+
+    # --- OTLP bodies decoded by the engine (storage/otlp_sql.py) -------------------------------------
+    def insert_otlp_bodies(self, data: bytes, batch: str) -> list[dict[str, Any]]:
+        """One INSERT of length-delimited export bodies (:func:`otlp_sql.framed`) whose views store
+        their plain spans; returns what they did with each body (:func:`otlp_sql.read_verdicts`).
+        ``batch`` is the bodies' batch id and the insert's deduplication token."""
+        if not self._otlp_views:
+            with self._guard("creating the OTLP landing views") as client:
+                for statement in otlp_sql.statements(self.database):
+                    client.command(statement)
+            self._otlp_views = True
+        settings = {**otlp_sql.INSERT_SETTINGS, "insert_deduplication_token": batch}
+        table = otlp_sql.landing_table(self.database)
+        with self._guard("inserting OTLP bodies") as client:
+            client.raw_insert(table, insert_block=data, fmt="Protobuf", settings=settings)
+        return self.query(otlp_sql.verdicts_sql(self.database), {"batch": batch})
 
     # --- requests -----------------------------------------------------------------------------------
     def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:

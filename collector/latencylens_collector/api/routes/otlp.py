@@ -20,7 +20,7 @@ from fastapi import APIRouter, Request, Response
 
 from latencylens_collector.api.deps import SettingsDep, app_key_store
 from latencylens_collector.auth import Unauthorized, resolve_project
-from latencylens_collector.intake import otlp
+from latencylens_collector.intake import engine, otlp
 from latencylens_collector.intake.body import BodyReader, BodyTooLarge, MalformedBody, UnsupportedEncoding
 from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
@@ -105,12 +105,18 @@ async def export_traces(request: Request, settings: SettingsDep) -> Response:
     try:
         pipeline.check_room(project)
         body = await _read_body(request, settings.max_body_bytes)
-        with pipeline.decoding():  # until the spans are queued: the writer flushes once none is open
-            batch, written = await anyio.to_thread.run_sync(
-                _decode_and_submit, pipeline, body, as_json, project, limits, limiter=_limiter(request)
-            )
-        if written is not None:
-            await asyncio.wrap_future(written)
+        stored = None
+        if settings.ingest_path == "engine" and not as_json:
+            stored = await _by_engine(pipeline, body, project, limits)
+        if stored is not None:
+            batch = stored
+        else:
+            with pipeline.decoding():  # until the spans are queued: the writer flushes once none is open
+                batch, written = await anyio.to_thread.run_sync(
+                    _decode_and_submit, pipeline, body, as_json, project, limits, limiter=_limiter(request)
+                )
+            if written is not None:
+                await asyncio.wrap_future(written)
     except _Rejected as exc:
         return _refuse(exc.reason, exc.http_status, exc.code, exc.message, as_json)
     except otlp.OtlpDecodeError as exc:
@@ -142,6 +148,17 @@ def _decode_and_submit(
     batch = otlp.decode(body, as_json, project, limits)
     count_received(batch, PROTOCOL)
     return batch, pipeline.submit(batch.spans) if batch.spans else None
+
+
+async def _by_engine(
+    pipeline: Pipeline, body: bytes, project: str, limits: otlp.Limits
+) -> otlp.DecodedBatch | None:
+    """The answer when ClickHouse stored the whole body (:mod:`.intake.engine`), else None."""
+    ticket = engine.submit(pipeline, body, project, limits)
+    if ticket is None:
+        return None
+    await asyncio.wrap_future(ticket.future)
+    return engine.answer(ticket, PROTOCOL)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

@@ -1,0 +1,461 @@
+"""OTLP/protobuf export bodies decoded and flattened by ClickHouse into ``spans`` rows.
+
+The engine ingest path (``ingest_path = engine``) sends export bodies as they arrived, many per
+INSERT, in ClickHouse's length-delimited ``Protobuf`` format, into ``otlp_landing`` (a ``Null``
+table). Views cascade from it:
+
+    otlp_landing ──otlp_flat_mv──▶ otlp_flat (Null: one row per span, ``plain`` flag)
+                                     ├──otlp_spans_mv────▶ spans           (plain spans only)
+                                     └──otlp_verdicts_mv─▶ otlp_verdicts   (per body: spans, traces)
+
+The SQL computes the same row as :func:`latencylens_collector.intake.otlp.span_row` for each span
+it calls **plain**: valid ids and times, every string valid UTF-8, every value within the size
+limits, attribute values of the kinds mapped here (scalars; arrays of strings, integers and
+booleans whose strings need no JSON escaping; doubles written the same by both), no duplicate keys,
+no events, keys in printable ASCII, within the per-span budget. Content is dropped (or checked
+against its limit, when stored) and the span classified here, from the same tables the Python
+path reads (:mod:`latencylens_collector.analysis.conventions`), so both paths store one row. A
+span that is not plain is not stored by the engine: its body takes the Python path, which answers
+the sender precisely (rejections, repairs) and stores the body's rows (the plain ones again,
+identical, so they collapse in the ReplacingMergeTree).
+
+Each body carries what the SQL needs beside it, appended to the message as fields the OTLP schema
+does not use (:func:`envelope`; a receiver only admits bodies whose top level is OTLP's field 1,
+so a sender cannot set them): its project, batch id and position, the collector's clock and the
+limits. The views therefore hold no setting, and the schema is passed inline
+(``format_schema_source = 'string'``), so a ClickHouse server needs no ``format_schema_path``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from latencylens import semconv
+from latencylens_collector.analysis.conventions import (
+    KIND_OTHER,
+    KNOWN_KINDS,
+    genai,
+    logfire,
+    openinference,
+    openlit,
+    openllmetry,
+    vllm,
+)
+from latencylens_collector.analysis.conventions.content import (
+    CONTENT_KEYS,
+    DROPPED_ATTRIBUTES,
+    DROPPED_BYTES,
+    INDEXED_PATTERN,
+)
+
+LANDING: Final = "otlp_landing"
+FLAT: Final = "otlp_flat"
+VERDICTS: Final = "otlp_verdicts"
+FUTURE_LIMIT_NS: Final = 24 * 3600 * 1_000_000_000
+"""As :data:`latencylens_collector.intake.otlp.FUTURE_LIMIT_NS` (a lower layer cannot import it)."""
+UNKNOWN_SERVICE: Final = "unknown_service"
+MAX_RESOURCE_BYTES: Final = 64 * 1024
+
+# --- the reduced schema: official field numbers, only what is read -------------------------------
+_VALUE_ONEOF: Final = """
+    oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3;
+                  double double_value = 4; ArrayValue array_value = 5; KeyValueList kvlist_value = 6;
+                  bytes bytes_value = 7; }"""
+PROTO: Final = f"""syntax = "proto3";
+message ArrayItem {{{_VALUE_ONEOF} }}
+message ArrayValue {{ repeated ArrayItem values = 1; }}
+message KeyValueList {{ }}
+message AnyValue {{{_VALUE_ONEOF} }}
+message KeyValue {{ string key = 1; AnyValue value = 2; }}
+message Resource {{ repeated KeyValue attributes = 1; }}
+message Status {{ string message = 2; int32 code = 3; }}
+message Event {{ fixed64 time_unix_nano = 1; string name = 2; }}
+message Span {{
+    bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5; int32 kind = 6;
+    fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9;
+    repeated Event events = 11; uint32 dropped_events_count = 12; Status status = 15; }}
+message ScopeSpans {{ repeated Span spans = 2; }}
+message ResourceSpans {{ Resource resource = 1; repeated ScopeSpans scope_spans = 2; }}
+message Body {{
+    repeated ResourceSpans resource_spans = 1;
+    string ll_project = 1001; string ll_batch = 1002; uint32 ll_seq = 1003; uint64 ll_now_ns = 1004;
+    uint32 ll_max_attribute_bytes = 1005; uint32 ll_max_span_bytes = 1006; bool ll_store_content = 1007;
+    uint32 ll_content_max_bytes = 1008; }}
+"""
+"""``ExportTraceServiceRequest`` as far as a span row needs it (protobuf is compatible by field
+number), plus the envelope's fields (1001–1008)."""
+
+_ONEOF: Final = (
+    "value Enum8('none' = 0, 'string_value' = 1, 'bool_value' = 2, 'int_value' = 3, 'double_value' = 4, "
+    "'array_value' = 5, 'kvlist_value' = 6, 'bytes_value' = 7), string_value String, bool_value Bool, "
+    "int_value Int64, double_value Float64, bytes_value String"
+)
+_ANY: Final = f"Tuple({_ONEOF}, array_value Tuple(values Array(Tuple({_ONEOF}))))"
+_KEY_VALUES: Final = f"Array(Tuple(key String, value {_ANY}))"
+_SPAN: Final = (
+    "Tuple(trace_id String, span_id String, parent_span_id String, name String, kind Int32, "
+    f"start_time_unix_nano UInt64, end_time_unix_nano UInt64, attributes {_KEY_VALUES}, "
+    "events Array(Tuple(time_unix_nano UInt64, name String)), dropped_events_count UInt32, "
+    "status Tuple(message String, code Int32))"
+)
+LANDING_COLUMNS: Final = (
+    f"resource_spans Array(Tuple(resource Tuple(attributes {_KEY_VALUES}), "
+    f"scope_spans Array(Tuple(spans Array({_SPAN}))))), "
+    "ll_project String, ll_batch String, ll_seq UInt32, ll_now_ns UInt64, ll_max_attribute_bytes UInt32, "
+    "ll_max_span_bytes UInt32, ll_store_content Bool, ll_content_max_bytes UInt32"
+)
+INSERT_SETTINGS: Final = {
+    "format_schema": PROTO,
+    "format_schema_source": "string",
+    "format_schema_message_name": "Body",
+    "input_format_protobuf_oneof_presence": 1,
+    "deduplicate_blocks_in_dependent_materialized_views": 1,
+}
+
+
+# --- the envelope ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BodyLimits:
+    """What the SQL checks a body against (from the collector's settings and clock)."""
+
+    now_ns: int
+    max_attribute_bytes: int
+    max_span_bytes: int
+    store_content: bool
+    content_max_bytes: int
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _text_field(number: int, text: str) -> bytes:
+    data = text.encode()
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _int_field(number: int, value: int) -> bytes:
+    return _varint(number << 3) + _varint(value)
+
+
+def envelope(project: str, batch: str, seq: int, limits: BodyLimits) -> bytes:
+    """The fields appended to one body (protobuf concatenation is a merge)."""
+    return b"".join(
+        (
+            _text_field(1001, project),
+            _text_field(1002, batch),
+            _int_field(1003, seq),
+            _int_field(1004, limits.now_ns),
+            _int_field(1005, limits.max_attribute_bytes),
+            _int_field(1006, limits.max_span_bytes),
+            _int_field(1007, int(limits.store_content)),
+            _int_field(1008, limits.content_max_bytes),
+        )
+    )
+
+
+def otlp_frame_ok(body: bytes) -> bool:
+    """Whether the body's top level is only OTLP's ``resource_spans`` (field 1, length-delimited)
+    entries tiling it exactly: cheap (one varint pair per resource), and it keeps a sender from
+    setting the envelope's fields. Anything else takes the Python path."""
+    position, end = 0, len(body)
+    while position < end:
+        if body[position] != 0x0A:
+            return False
+        position += 1
+        length = shift = 0
+        while True:
+            if position >= end or shift > 35:
+                return False
+            byte = body[position]
+            position += 1
+            length |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                break
+        position += length
+    return position == end
+
+
+def framed(bodies: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """``(body, envelope)`` pairs as the length-delimited ``Protobuf`` format's input."""
+    return b"".join(_varint(len(body) + len(extra)) + body + extra for body, extra in bodies)
+
+
+# --- SQL pieces -----------------------------------------------------------------------------------
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _array(texts: Iterable[str]) -> str:
+    return "[" + ", ".join(_quote(text) for text in texts) + "]"
+
+
+def _lookup(value: str, table: Mapping[str, str]) -> str:
+    pairs = list(table.items())
+    return f"transform({value}, {_array(k for k, _ in pairs)}, {_array(v for _, v in pairs)}, '')"
+
+
+_PRINTABLE_NO_ESCAPE: Final = "'^[ !#-\\\\[\\\\]-~]*$'"
+"""Printable ASCII but ``"`` and backslash: JSON writes such a string as it is."""
+_PRINTABLE: Final = "'^[ -~]*$'"
+
+
+def _double_ok(d: str) -> str:
+    return f"(isFinite({d}) AND ({d} = 0 OR (abs({d}) >= 0.0001 AND abs({d}) < 1e16)))"
+
+
+def _double_text(d: str) -> str:
+    """``repr(float)`` for the doubles :func:`_double_ok` admits."""
+    return f"if({d} = floor({d}), concat(toString({d}), '.0'), toString({d}))"
+
+
+def _scalar_text(v: str, array_text: str) -> str:
+    return (
+        f"multiIf({v}.value = 'string_value', {v}.string_value, "
+        f"{v}.value = 'int_value', toString({v}.int_value), "
+        f"{v}.value = 'bool_value', if({v}.bool_value, 'true', 'false'), "
+        f"{v}.value = 'double_value', {_double_text(f'{v}.double_value')}, "
+        f"{v}.value = 'bytes_value', lower(hex({v}.bytes_value)), "
+        f"{v}.value = 'array_value', {array_text}, '')"
+    )
+
+
+def _item_json(i: str) -> str:
+    return (
+        f"multiIf({i}.value = 'string_value', concat('\"', {i}.string_value, '\"'), "
+        f"{i}.value = 'int_value', toString({i}.int_value), {i}.value = 'bool_value', "
+        f"if({i}.bool_value, 'true', 'false'), '\"\"')"
+    )
+
+
+def _value_text(v: str) -> str:
+    """An ``AnyValue`` as the Python path writes it (:func:`...intake.values.value_to_str`)."""
+    array = (
+        f"concat('[', arrayStringConcat(arrayMap(i -> {_item_json('i')}, {v}.array_value.values), ','), ']')"
+    )
+    return _scalar_text(v, array)
+
+
+def _value_ok(v: str) -> str:
+    """Whether :func:`_value_text` writes this value exactly as Python does."""
+    item_ok = (
+        "i -> (i.value IN ('none', 'int_value', 'bool_value') "
+        f"OR (i.value = 'string_value' AND match(i.string_value, {_PRINTABLE_NO_ESCAPE})))"
+    )
+    return (
+        f"multiIf({v}.value = 'string_value', isValidUTF8({v}.string_value), "
+        f"{v}.value = 'double_value', {_double_ok(f'{v}.double_value')}, "
+        f"{v}.value = 'array_value', arrayAll({item_ok}, {v}.array_value.values), "
+        f"{v}.value != 'kvlist_value')"
+    )
+
+
+def _classify(attributes: str, has_parent: str) -> str:
+    """:func:`latencylens_collector.analysis.conventions.classify`, from the same tables."""
+    a = attributes
+    explicit = f"{a}[{_quote(semconv.SPAN_KIND)}]"
+    operation = f"{a}[{_quote(semconv.GEN_AI_OPERATION_NAME)}]"
+    oi_kind = _lookup(
+        f"upper({a}[{_quote(openinference.OPENINFERENCE_SPAN_KIND)}])", openinference.KIND_BY_SPAN_KIND
+    )
+    by_type = _lookup(f"{a}[{_quote(openllmetry.LLM_REQUEST_TYPE)}]", openllmetry.KIND_BY_REQUEST_TYPE)
+    by_span_kind = _lookup(f"{a}[{_quote(openllmetry.TRACELOOP_SPAN_KIND)}]", openllmetry.KIND_BY_SPAN_KIND)
+    by_genai = _lookup(operation, genai.KIND_BY_OPERATION)
+    by_openlit = _lookup(operation, openlit.KIND_BY_OPERATION)
+    default = f"if({has_parent}, {_quote(KIND_OTHER)}, {_quote(semconv.KIND_REQUEST)})"
+    return (
+        f"multiIf({explicit} IN {_array(sorted(KNOWN_KINDS))}, {explicit}, "
+        f"{a}[{_quote(logfire.LOGFIRE_SPAN_TYPE)}] IN {_array(sorted(logfire.NOT_CALLS))}, "
+        f"{_quote(KIND_OTHER)}, "
+        f"hasAny(mapKeys({a}), {_array(vllm.LATENCY_KEYS)}), {_quote(semconv.KIND_MODEL)}, "
+        f"mapContains({a}, {_quote(openinference.OPENINFERENCE_SPAN_KIND)}), "
+        f"if({oi_kind} != '', {oi_kind}, {default}), "
+        f"{by_genai} != '', {by_genai}, {by_openlit} != '', {by_openlit}, "
+        f"{by_type} != '', {by_type}, {by_span_kind} != '', {by_span_kind}, {default})"
+    )
+
+
+_ZERO_TRACE: Final = "unhex('00000000000000000000000000000000')"
+_ZERO_SPAN: Final = "unhex('0000000000000000')"
+_EVENTS_TYPE: Final = (
+    "Array(Tuple(name String, time DateTime64(9, 'UTC'), attributes Map(LowCardinality(String), String)))"
+)
+_SPAN_KINDS: Final = ("unspecified", "internal", "server", "client", "producer", "consumer")
+
+
+def _flat_select(database: str) -> str:
+    """One row per span of the landed bodies, with its row columns, ``plain`` and its body."""
+    content_keys = _array(sorted(CONTENT_KEYS))
+    indexed = _quote("(?s)^" + INDEXED_PATTERN)
+    oi = _quote(openinference.OPENINFERENCE_SPAN_KIND)
+    service = _quote("service.name")
+    return f"""
+SELECT ll_project AS project, toFixedString(substring(s.trace_id, 1, 16), 16) AS trace_id,
+       toFixedString(substring(s.span_id, 1, 8), 8) AS span_id,
+       if(s.parent_span_id = '', {_ZERO_SPAN},
+          toFixedString(substring(s.parent_span_id, 1, 8), 8)) AS parent_span_id,
+       if(resource[{service}] = '', {_quote(UNKNOWN_SERVICE)}, resource[{service}]) AS service,
+       s.name AS name,
+       transform(s.kind, [0, 1, 2, 3, 4, 5], {_array(_SPAN_KINDS)}, 'unspecified') AS span_kind,
+       arrayMap(kv -> kv.key, s.attributes) AS keys0,
+       arrayMap(kv -> {_value_text("kv.value")}, s.attributes) AS values0,
+       arrayMap(k -> has({content_keys}, k) OR match(k, {indexed}), keys0) AS content0,
+       if(ll_store_content, 0, arrayCount(c -> c, content0)) AS dropped,
+       if(dropped = 0, mapFromArrays(keys0, values0),
+          mapFromArrays(arrayConcat(arrayFilter((k, c) -> NOT c, keys0, content0),
+                                    [{_quote(DROPPED_ATTRIBUTES)}, {_quote(DROPPED_BYTES)}]),
+                        arrayConcat(arrayFilter((v, c) -> NOT c, values0, content0),
+                                    [toString(dropped),
+                                     toString(arraySum((v, c) -> if(c, length(v), 0), values0, content0))]))
+       ) AS attributes,
+       {_classify("attributes", "parent_span_id != " + _ZERO_SPAN)} AS kind,
+       fromUnixTimestamp64Nano(toInt64(s.start_time_unix_nano), 'UTC') AS start_time,
+       toInt64(s.end_time_unix_nano) - toInt64(s.start_time_unix_nano) AS duration_ns,
+       toUInt8(s.status.code) AS status_code, s.status.message AS status_message,
+       resource AS resource_attributes,
+       CAST([], {_quote(_EVENTS_TYPE)}) AS events,
+       s.dropped_events_count AS dropped_events_count,
+       ll_batch AS batch, ll_seq AS seq,
+       resource_ok
+       AND length(s.trace_id) = 16 AND s.trace_id != {_ZERO_TRACE}
+       AND length(s.span_id) = 8 AND s.span_id != {_ZERO_SPAN}
+       AND length(s.parent_span_id) IN (0, 8)
+       AND s.start_time_unix_nano != 0
+       AND greatest(s.start_time_unix_nano, s.end_time_unix_nano) <= ll_now_ns + {FUTURE_LIMIT_NS}
+       AND s.end_time_unix_nano >= s.start_time_unix_nano
+       AND s.status.code BETWEEN 0 AND 2
+       AND length(s.events) = 0
+       AND isValidUTF8(s.name) AND length(s.name) <= ll_max_attribute_bytes
+       AND isValidUTF8(s.status.message) AND length(s.status.message) <= ll_max_attribute_bytes
+       AND length(arrayDistinct(keys0)) = length(keys0)
+       AND arrayAll(k -> match(k, {_PRINTABLE}) AND length(k) <= ll_max_attribute_bytes, keys0)
+       AND arrayAll(kv -> {_value_ok("kv.value")}, s.attributes)
+       AND arrayAll(v -> length(v) <= ll_max_attribute_bytes, values0)
+       AND NOT (dropped > 0 AND hasAny(keys0, {_array((DROPPED_ATTRIBUTES, DROPPED_BYTES))}))
+       AND NOT (ll_store_content
+                AND arrayExists((v, c) -> c AND length(v) > ll_content_max_bytes, values0, content0))
+       AND NOT (mapContains(attributes, {oi}) AND NOT match(attributes[{oi}], {_PRINTABLE}))
+       AND arraySum(k -> length(k), mapKeys(attributes)) + arraySum(v -> length(v), mapValues(attributes))
+           <= ll_max_span_bytes AS plain
+FROM (
+    SELECT ll_project, ll_batch, ll_seq, ll_now_ns, ll_max_attribute_bytes, ll_max_span_bytes,
+           ll_store_content, ll_content_max_bytes, rs.scope_spans AS scope_spans,
+           arrayMap(kv -> kv.key, rs.resource.attributes) AS resource_keys,
+           arrayMap(kv -> {_value_text("kv.value")}, rs.resource.attributes) AS resource_values,
+           mapFromArrays(resource_keys, resource_values) AS resource,
+           length(arrayDistinct(resource_keys)) = length(resource_keys)
+           AND arrayAll(k -> isValidUTF8(k) AND length(k) <= ll_max_attribute_bytes, resource_keys)
+           AND arrayAll(kv -> {_value_ok("kv.value")}, rs.resource.attributes)
+           AND arrayAll(v -> length(v) <= ll_max_attribute_bytes, resource_values)
+           AND arraySum(k -> length(k), resource_keys) + arraySum(v -> length(v), resource_values)
+               <= least(ll_max_span_bytes, {MAX_RESOURCE_BYTES}) AS resource_ok
+    FROM {database}.{LANDING}
+    ARRAY JOIN resource_spans AS rs
+)
+ARRAY JOIN scope_spans AS ss
+ARRAY JOIN ss.spans AS s"""
+
+
+_SPAN_COLUMNS_SQL: Final = (
+    "project, trace_id, span_id, parent_span_id, service, name, span_kind, kind, start_time, duration_ns, "
+    "status_code, status_message, attributes, resource_attributes, events, dropped_events_count"
+)
+
+
+def statements(database: str) -> list[str]:
+    """The landing tables and their views, for a database (each ``IF NOT EXISTS``). The views'
+    names carry a hash of their SQL, so a collector whose mapping changed makes its own."""
+    flat_select = _flat_select(database)
+    version = hashlib.sha256((PROTO + flat_select).encode()).hexdigest()[:10]
+    db = database
+    return [
+        f"CREATE TABLE IF NOT EXISTS {db}.{LANDING}_{version} ({LANDING_COLUMNS}) ENGINE = Null",
+        f"CREATE TABLE IF NOT EXISTS {db}.{FLAT}_{version} AS {db}.spans ENGINE = Null",
+        f"ALTER TABLE {db}.{FLAT}_{version} ADD COLUMN IF NOT EXISTS batch String, "
+        "ADD COLUMN IF NOT EXISTS seq UInt32, ADD COLUMN IF NOT EXISTS plain Bool",
+        f"CREATE TABLE IF NOT EXISTS {db}.{VERDICTS} (inserted DateTime DEFAULT now(), "
+        "batch String, seq UInt32, "
+        "spans UInt32, not_plain UInt32, project LowCardinality(String), trace_ids Array(FixedString(16))) "
+        "ENGINE = MergeTree ORDER BY (batch, seq) TTL inserted + toIntervalDay(1)",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.{FLAT}_mv_{version} TO {db}.{FLAT}_{version} AS "
+        f"SELECT {_SPAN_COLUMNS_SQL}, batch, seq, plain FROM ("
+        + flat_select.replace(f"{db}.{LANDING}", f"{db}.{LANDING}_{version}")
+        + ")",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_spans_mv_{version} TO {db}.spans AS "
+        f"SELECT {_SPAN_COLUMNS_SQL} FROM {db}.{FLAT}_{version} WHERE plain",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_verdicts_mv_{version} TO {db}.{VERDICTS} AS "
+        "SELECT batch, seq, toUInt32(count()) AS spans, toUInt32(countIf(NOT plain)) AS not_plain, "
+        "any(project) AS project, groupUniqArrayIf(trace_id, plain) AS trace_ids "
+        f"FROM {db}.{FLAT}_{version} GROUP BY batch, seq",
+    ]
+
+
+def landing_table(database: str) -> str:
+    """The landing table the current mapping's views read."""
+    first = statements(database)[0]
+    return first.split("IF NOT EXISTS ", 1)[1].split(" ", 1)[0]
+
+
+@dataclass
+class Verdict:
+    """What the engine did with one body of a batch."""
+
+    spans: int = 0
+    """Spans the body holds."""
+    not_plain: int = 0
+    """Spans it left to the Python path (then the whole body takes it)."""
+    project: str = ""
+    trace_ids: set[bytes] = field(default_factory=set)
+    """Traces of the spans it stored."""
+
+    @property
+    def stored_all(self) -> bool:
+        return self.not_plain == 0
+
+
+def verdicts_sql(database: str) -> str:
+    return (
+        f"SELECT seq, sum(spans) AS spans, sum(not_plain) AS not_plain, any(project) AS project, "
+        f"groupUniqArrayArray(trace_ids) AS trace_ids FROM {database}.{VERDICTS} "
+        "WHERE batch = {batch:String} GROUP BY seq"
+    )
+
+
+def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdict]:
+    """One verdict per body of the batch (a body without spans has no row: nothing to store)."""
+    out = [Verdict() for _ in range(bodies)]
+    for row in rows:
+        seq = int(row["seq"])  # type: ignore[call-overload]
+        if 0 <= seq < bodies:
+            ids = row["trace_ids"]
+            out[seq] = Verdict(
+                int(row["spans"]),  # type: ignore[call-overload]
+                int(row["not_plain"]),  # type: ignore[call-overload]
+                str(row["project"]),
+                {bytes(tid) if not isinstance(tid, str) else tid.encode("latin-1") for tid in ids},  # type: ignore[attr-defined]
+            )
+    return out
+
+
+__all__ = [
+    "INSERT_SETTINGS",
+    "PROTO",
+    "BodyLimits",
+    "Verdict",
+    "envelope",
+    "framed",
+    "landing_table",
+    "otlp_frame_ok",
+    "read_verdicts",
+    "statements",
+    "verdicts_sql",
+]
