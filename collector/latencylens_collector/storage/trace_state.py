@@ -8,9 +8,9 @@ from them never depend on a collector's clock. Every read here is one query.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.storage.store import Store
@@ -105,22 +105,24 @@ TraceKey = tuple[str, bytes]
 """(project, trace id)."""
 
 
+def _stamp(row: Mapping[str, Any]) -> Stamp:
+    """A trace's stamp from a row of :data:`_STAMPS` or :data:`_TOUCHED_STAMPS` (same columns)."""
+    return Stamp(
+        stored=int(row["stored"]),
+        spans=int(row["spans"]),
+        last_insert_us=int(row["last_insert_us"]),
+        first_start_ns=int(row["first_start_ns"]),
+        last_start_ns=int(row["last_start_ns"]),
+    )
+
+
 def stamps(store: Store, trace_ids: Iterable[bytes], project: str) -> dict[bytes, Stamp]:
     """:class:`Stamp` of each trace with spans stored (others are absent)."""
     ids = sorted(set(trace_ids))
     if not ids:
         return {}
     rows = store.query(_STAMPS.format(spans=store.table("spans")), {"project": project, "trace_ids": ids})
-    return {
-        bytes(row["trace_id"]): Stamp(
-            stored=int(row["stored"]),
-            spans=int(row["spans"]),
-            last_insert_us=int(row["last_insert_us"]),
-            first_start_ns=int(row["first_start_ns"]),
-            last_start_ns=int(row["last_start_ns"]),
-        )
-        for row in rows
-    }
+    return {bytes(row["trace_id"]): _stamp(row) for row in rows}
 
 
 def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dict[bytes, StoredTrace]:
@@ -154,16 +156,7 @@ def touched_stamps(store: Store, minute_s: int, after_us: int, until_us: int) ->
     rows = store.query(
         _TOUCHED_STAMPS.format(spans=store.table("spans"), touched_in=_touched_in(store)), params
     )
-    return {
-        (str(row["project"]), bytes(row["trace_id"])): Stamp(
-            stored=int(row["stored"]),
-            spans=int(row["spans"]),
-            last_insert_us=int(row["last_insert_us"]),
-            first_start_ns=int(row["first_start_ns"]),
-            last_start_ns=int(row["last_start_ns"]),
-        )
-        for row in rows
-    }
+    return {(str(row["project"]), bytes(row["trace_id"])): _stamp(row) for row in rows}
 
 
 def touched_live_rows(
