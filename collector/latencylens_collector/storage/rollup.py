@@ -3,7 +3,7 @@
 ``requests_rollup`` holds, per project, hour and *grouping* (a set of at most two of the dimensions
 service, route, model, provider), the request count, sums and ``quantilesBFloat16`` states of every
 metric. The states merge without loss, so percentiles read from the rollup equal those computed
-over the request rows (tests/queries/test_rollup.py checks it, query by query).
+over the request rows (tests/integration/collector/storage/test_rollup.py checks it, query by query).
 
 When a rollup may be trusted, with request rows rewritten whenever late spans arrive: the
 materialized view ``requests_touched_mv`` records when rows were last inserted into each (project,
