@@ -85,9 +85,30 @@ def span_node(row: SpanRow) -> SpanNode:
     )
 
 
+TOO_LARGE_MARK: Final = "true"
+"""Value of ``latencylens.trace.too_large`` on the spans a trace was admitted past its span cap."""
+TRACE_PROVENANCE: Final = "trace"
+"""Key of a row's ``provenance`` map that, set to :data:`TRACE_TOO_LARGE`, says the trace was too
+large to attribute whole."""
+TRACE_TOO_LARGE: Final = "too_large"
+
+
+def attributable(spans: Sequence[SpanRow]) -> tuple[Sequence[SpanRow], bool]:
+    """The spans attribution reads, and whether the trace is too large: a trace with spans marked
+    ``latencylens.trace.too_large`` is attributed from its spans admitted under the cap and its
+    parentless ones (the root usually ends, so arrives, last), so the work per trace is bounded by
+    the cap (``max_trace_spans``) whatever the trace holds. Linear."""
+    key = semconv.TRACE_TOO_LARGE
+    if not any(row.attributes.get(key) == TOO_LARGE_MARK for row in spans):
+        return spans, False
+    return [row for row in spans if not row.has_parent or row.attributes.get(key) != TOO_LARGE_MARK], True
+
+
 def attribute(spans: Sequence[SpanRow]) -> RequestBreakdown | None:
-    """Attribution of one trace's spans (None while its root has not arrived)."""
-    return attribute_request([span_node(row) for row in resolve_trace(spans)])
+    """Attribution of one trace's spans (None while its root has not arrived); of a trace too
+    large, of its :func:`attributable` spans, as its row."""
+    kept, _ = attributable(spans)
+    return attribute_request([span_node(row) for row in resolve_trace(kept)])
 
 
 def build_request_row(
@@ -96,12 +117,20 @@ def build_request_row(
     """The ``requests`` row of one trace, or None while it has no root.
 
     Without a parentless span the trace has no row, unless ``settled`` (its spans have stopped
-    arriving): then it is rooted at its top-most received span and flagged ``root_missing``."""
-    return _build(resolve_trace(spans), computed_at_us, version, settled)
+    arriving): then it is rooted at its top-most received span and flagged ``root_missing``. A
+    trace too large (:func:`attributable`) says so in its provenance (``trace: too_large``); its
+    ``span_count`` counts every span."""
+    kept, too_large = attributable(spans)
+    return _build(resolve_trace(kept), computed_at_us, version, settled, len(spans), too_large)
 
 
 def _build(
-    spans: Sequence[SpanRow], computed_at_us: int, version: int, settled: bool
+    spans: Sequence[SpanRow],
+    computed_at_us: int,
+    version: int,
+    settled: bool,
+    span_count: int,
+    too_large: bool = False,
 ) -> dict[str, Any] | None:
     """:func:`build_request_row` of spans already resolved (:func:`resolve_trace`)."""
     nodes = [span_node(row) for row in spans]
@@ -129,12 +158,14 @@ def _build(
         "provenance": dict(breakdown.provenance),
         "inconsistent": int(breakdown.inconsistent),
         "model_calls": len(models),
-        "span_count": len(spans),
+        "span_count": span_count,
         "computed_at": computed_at_us,
         "version": version,
         "is_deleted": 0,
         "root_missing": int(root_missing),
     }
+    if too_large:
+        row["provenance"][TRACE_PROVENANCE] = TRACE_TOO_LARGE
     for name in COMPONENTS:
         row[f"{name}_ns"] = breakdown.parts[name]
         row[f"busy_{name}_ns"] = breakdown.busy[name]
@@ -159,7 +190,7 @@ def settled_root_start(spans: Sequence[SpanRow]) -> int | None:
     """The start time a settled computation of exactly ``spans`` keys its row by (its root's, or
     its top-most span's when the root is missing); None without spans. The write path tombstones
     it when a batch adds to a stored trace: a row of the earlier spans may be stored there."""
-    nodes = [span_node(row) for row in resolve_trace(spans)]
+    nodes = [span_node(row) for row in resolve_trace(attributable(spans)[0])]
     root = find_root(nodes) or (top_most(nodes) if nodes else None)
     return root.start_ns if root is not None else None
 
@@ -167,7 +198,7 @@ def settled_root_start(spans: Sequence[SpanRow]) -> int | None:
 def root_candidate_starts(spans: Sequence[SpanRow]) -> set[int]:
     """Start times of every span some computation of this trace may have rooted its row at: spans
     without a parent or whose parent is not among ``spans``, as received and as resolved."""
-    return _orphan_starts(spans) | _orphan_starts(resolve_trace(spans))
+    return _orphan_starts(spans) | _orphan_starts(resolve_trace(attributable(spans)[0]))
 
 
 def _orphan_starts(spans: Sequence[SpanRow]) -> set[int]:
@@ -213,8 +244,9 @@ def trace_rows(
     """What to write for one trace: its row (when it has one) and a tombstone under every other
     key a row of it may be stored at (:func:`root_candidate_starts`, and ``stored_starts``: where
     rows of it were read), all at ``version``. Empty while the trace has no row."""
-    resolved = resolve_trace(spans)
-    row = _build(resolved, computed_at_us, version, settled)
+    kept, too_large = attributable(spans)
+    resolved = resolve_trace(kept)
+    row = _build(resolved, computed_at_us, version, settled, len(spans), too_large)
     if row is None:
         return []
     candidates = _orphan_starts(spans) | _orphan_starts(resolved)  # root_candidate_starts, resolved once

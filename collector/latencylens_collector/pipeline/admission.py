@@ -4,7 +4,9 @@ A trace of tens of thousands of spans (an agent loop, or a sender building one o
 cost every per-trace step downstream in proportion, and its breakdown means little anyway. So the
 collector counts the spans it admits per trace and, once a trace has had ``cap`` of them, writes
 ``latencylens.trace.too_large = true`` on each further span. Nothing is dropped; the row builder
-reads the mark (a trace with any marked span is too large to attribute).
+reads the mark: a trace with a marked span is attributed from its spans under the cap and its
+parentless ones, and its row says ``provenance.trace = too_large``
+(:func:`~latencylens_collector.analysis.request_rows.attributable`).
 
 Counts live in memory for the ``remembered`` most recently seen traces (least recently seen
 forgotten first, about 200 bytes each), so they survive pieces of a trace arriving in many
@@ -21,9 +23,10 @@ from typing import Final
 
 from latencylens import semconv
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.request_rows import TOO_LARGE_MARK
 
 REMEMBERED_TRACES: Final = 50_000
-TOO_LARGE: Final = "true"
+TOO_LARGE: Final = TOO_LARGE_MARK
 
 
 class TraceCap:
