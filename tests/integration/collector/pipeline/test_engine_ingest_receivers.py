@@ -1,0 +1,160 @@
+"""Issue 18: a collector with ``ingest_path = engine``, through its real OTLP/HTTP and OTLP/gRPC
+receivers and the official exporters: answers, project isolation, group commit, fallbacks.
+
+The equality of the rows with the Python path's is shown in test_engine_ingest_equality.py; here,
+what a sender and the query API see.
+"""
+
+from __future__ import annotations
+
+import gzip
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import httpx
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+from opentelemetry.sdk.trace.export import SpanExportResult
+from otlp_builders import MS, chat_trace, export_request, new_span_id, protobuf_body, recent_base_ns, span
+from pipeline_helpers import grpc_target, metric, span_counts
+
+from latencylens_collector import queries
+from latencylens_collector.analysis.records import DEFAULT_PROJECT
+from latencylens_collector.auth import KeyStore
+
+PROTOBUF = {"Content-Type": "application/x-protobuf"}
+
+
+def _trace_bytes(spans) -> bytes:
+    return spans[0].context.trace_id.to_bytes(16, "big")
+
+
+def _request_row(store, spans, project: str = DEFAULT_PROJECT) -> dict | None:
+    detail = queries.request_detail(store, project, _trace_bytes(spans).hex())
+    return None if detail is None else detail.model_dump()
+
+
+def _engine_counts(store) -> dict[str, int]:
+    """Spans the engine's views saw, and those it left to the Python path."""
+    [row] = store.query(
+        f"SELECT sum(spans) AS spans, sum(not_plain) AS not_plain FROM {store.table('otlp_verdicts')}"
+    )
+    return {key: int(value) for key, value in row.items()}
+
+
+def test_official_exporters_over_http_and_grpc_are_stored_by_the_engine(start_collector) -> None:
+    """Both receivers hand the body to the engine: the spans are stored (and counted as written
+    by one INSERT of bodies), the request row is there at once with its attribution."""
+    running = start_collector(ingest_path="engine")
+    http_spans, grpc_spans = chat_trace(recent_base_ns()), chat_trace(recent_base_ns())
+    received = metric("latencylens_spans_received_total", protocol="http")
+    assert HttpExporter(endpoint=f"{running.url}/v1/traces").export(http_spans) == SpanExportResult.SUCCESS
+    exporter = GrpcExporter(endpoint=grpc_target(running.url), insecure=True)
+    assert exporter.export(grpc_spans) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+    assert metric("latencylens_spans_received_total", protocol="http") - received == 4
+    assert _engine_counts(running.store) == {"spans": 8, "not_plain": 0}
+    for spans in (http_spans, grpc_spans):
+        assert len(running.store.spans_of_traces([_trace_bytes(spans)])) == 4
+        row = _request_row(running.store, spans)
+        assert row is not None
+        # chat_trace's critical path (otlp_builders): decode 400 ms of the 1000 ms request.
+        assert row["e2e_ns"] == 1000 * MS
+        assert row["parts"]["decode"] == 400 * MS
+
+
+def test_a_span_to_reject_gets_the_python_paths_precise_answer(start_collector) -> None:
+    """A body with a span ending before it starts: the engine stores nothing of it, the Python
+    path rejects that span alone and says so in partial_success, over HTTP and gRPC."""
+    running = start_collector(ingest_path="engine")
+    base = recent_base_ns()
+    for send in ("http", "grpc"):
+        good = chat_trace(base)
+        backwards = span("backwards", good[0].context.trace_id, new_span_id(), None, base + 10 * MS, base)
+        if send == "http":
+            answer = httpx.post(
+                f"{running.url}/v1/traces", content=protobuf_body([*good, backwards]), headers=PROTOBUF
+            )
+            assert answer.status_code == 200
+            response = ExportTraceServiceResponse.FromString(answer.content)
+        else:
+            with grpc.insecure_channel(grpc_target(running.url)) as channel:
+                response = TraceServiceStub(channel).Export(export_request([*good, backwards]), timeout=10)
+        assert response.partial_success.rejected_spans == 1
+        assert "ending before they start" in response.partial_success.error_message
+        assert len(running.store.spans_of_traces([_trace_bytes(good)])) == 4
+    assert _engine_counts(running.store) == {"spans": 10, "not_plain": 2}
+
+
+def test_garbage_and_json_keep_their_answers(start_collector) -> None:
+    """A body that is not OTLP is 400 as before (its frame fails the cheap check, or its INSERT);
+    gzip bodies and OTLP/JSON still work."""
+    running = start_collector(ingest_path="engine")
+    garbage = httpx.post(f"{running.url}/v1/traces", content=b"\x0a\x05abc", headers=PROTOBUF)
+    assert garbage.status_code == 400
+    cut = protobuf_body(chat_trace(recent_base_ns()))[:-9]
+    assert httpx.post(f"{running.url}/v1/traces", content=cut, headers=PROTOBUF).status_code == 400
+    spans = chat_trace(recent_base_ns())
+    zipped = httpx.post(
+        f"{running.url}/v1/traces",
+        content=gzip.compress(protobuf_body(spans)),
+        headers={**PROTOBUF, "Content-Encoding": "gzip"},
+    )
+    assert zipped.status_code == 200 and zipped.content == b""
+    assert len(running.store.spans_of_traces([_trace_bytes(spans)])) == 4
+
+
+def test_each_key_stores_under_its_project(start_collector, tmp_path) -> None:
+    """Two projects' bodies in the same INSERT: each span is stored under its sender's project."""
+    metadata_url = f"sqlite:///{tmp_path / 'metadata.db'}"
+    keys = KeyStore(metadata_url)
+    _, alpha = keys.create("alpha")
+    _, beta = keys.create("beta")
+    running = start_collector(metadata_url=metadata_url, ingest_path="engine", flush_interval_ms=300)
+    traces = {name: [chat_trace(recent_base_ns()) for _ in range(4)] for name in ("alpha", "beta")}
+    secrets = {"alpha": alpha, "beta": beta}
+
+    def send(item: tuple[str, list]) -> int:
+        name, spans = item
+        headers = {**PROTOBUF, "Authorization": f"Bearer {secrets[name]}"}
+        return httpx.post(
+            f"{running.url}/v1/traces", content=protobuf_body(spans), headers=headers
+        ).status_code
+
+    jobs = [(name, spans) for name, all_spans in traces.items() for spans in all_spans]
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        assert list(pool.map(send, jobs)) == [200] * len(jobs)
+    for name, other in (("alpha", "beta"), ("beta", "alpha")):
+        for spans in traces[name]:
+            assert len(running.store.spans_of_traces([_trace_bytes(spans)], project=name)) == 4
+            assert running.store.spans_of_traces([_trace_bytes(spans)], project=other) == []
+            assert _request_row(running.store, spans, name) is not None
+            assert _request_row(running.store, spans, other) is None
+    keys.close()
+
+
+def test_concurrent_bodies_share_inserts_and_a_resent_body_is_stored_once(start_collector) -> None:
+    """20 exports at once become a few INSERTs of bodies (group commit); a body sent twice
+    collapses to one row per span."""
+    running = start_collector(ingest_path="engine", flush_interval_ms=300)
+    inserts = metric("latencylens_batch_spans_count")
+    traces = [chat_trace(recent_base_ns()) for _ in range(20)]
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        statuses = list(
+            pool.map(
+                lambda spans: (
+                    httpx.post(
+                        f"{running.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF
+                    ).status_code
+                ),
+                traces,
+            )
+        )
+    assert statuses == [200] * 20
+    assert 1 <= metric("latencylens_batch_spans_count") - inserts <= 5
+    again = httpx.post(f"{running.url}/v1/traces", content=protobuf_body(traces[0]), headers=PROTOBUF)
+    assert again.status_code == 200
+    counts = span_counts(running.store)
+    assert counts["final"] == counts["distinct_keys"] == 80
