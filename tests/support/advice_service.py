@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from advice_workload import start_of_window, workload
+from advice_workload import start_of_window, workload, workload_spans
 
 from latencylens_collector.api.server import ServiceThread
 from latencylens_collector.settings import Settings
@@ -43,6 +43,7 @@ def seeded_collector(chdb_dsn: str, metadata_dir: Path, name: str) -> Iterator[S
     try:
         t0 = start_of_window(time.time_ns())
         service.store.upsert_requests(workload(t0))
+        service.store.insert_spans(workload_spans(t0))
         yield SeededAdvice(url=service.url, t0=t0)
     finally:
         service.stop()

@@ -18,7 +18,12 @@ POST /classify      m-quick @ p-fast      the quiet alternative: queue 3–7 ms
 POST /lookup        m-quick @ p-far       network: 60 ms on reused connections, 400 ms on 9 of 30
 POST /answer        m-slow @ p-a (30)     a slower model: 30 ms a token; m-fast @ p-b (20) takes
                                           10 ms a token on the same route
+POST /agent         m-agent @ p-agent     two tool calls one after the other (300 + 300 ms, or
+                                          100 + 500 ms in every third request) that could overlap
 ==================  ====================  ==================================================
+
+/agent's requests also have spans (:func:`workload_spans`): the root, the two tool calls back to
+back, then the model call, so the advisor can see the siblings ran one after another.
 """
 
 from __future__ import annotations
@@ -27,12 +32,21 @@ import math
 from collections.abc import Sequence
 from typing import Any, Final
 
-from queries_data import S, request_row
+from queries_data import MS, S, request_row
+
+from latencylens_collector.analysis.records import NO_PARENT, SpanRow
 
 HOUR_NS: Final = 3600 * S
 QUEUE_HOURS: Final = (8, 9, 10, 11)
 """Hours after ``t0`` in which /chat's queue is 2000 ms."""
-CHANGES: Final = ("cap_outputs", "cache_prefix", "move_queue", "reuse_connections", "switch_model")
+CHANGES: Final = (
+    "cap_outputs",
+    "cache_prefix",
+    "move_queue",
+    "reuse_connections",
+    "switch_model",
+    "parallel_tools",
+)
 
 
 def exact(values: Sequence[float], q: float) -> float:
@@ -217,7 +231,85 @@ def answer(t0: int, change: str | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-ROUTES: Final = (story, summarize, chat, classify, lookup, answer)
+def _agent_tools(i: int) -> tuple[float, float]:
+    return (100.0, 500.0) if i % 3 == 2 else (300.0, 300.0)
+
+
+AGENT_APP_MS: Final = 20.0
+"""/agent's own work before the first tool call."""
+
+
+def agent(t0: int, change: str | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for i in range(30):
+        first, second = _agent_tools(i)
+        tool = max(first, second) if change == "parallel_tools" else first + second
+        parts = {
+            "app_other": AGENT_APP_MS,
+            "tool": tool,
+            "network": 30,
+            "queue": 10,
+            "prefill": 40,
+            "decode": 95,
+        }
+        rows.append(
+            request_row(
+                7000 + i,
+                t0 + (i % 20) * HOUR_NS + i * S,
+                parts,
+                route="POST /agent",
+                model="m-agent",
+                provider="p-agent",
+                ttft_ms=80,
+                itl_ms=5,
+                input_tokens=500,
+                output_tokens=20,
+            )
+        )
+    return rows
+
+
+def workload_spans(t0: int) -> list[SpanRow]:
+    """Spans of /agent's requests (as :func:`agent` stores them, before any change)."""
+    spans = []
+    for i, row in enumerate(agent(t0)):
+        start = row["start_time"]
+        first, second = (round(ms * MS) for ms in _agent_tools(i))
+        tools_start = start + round(AGENT_APP_MS * MS)
+        model_ns = row["e2e_ns"] - round(AGENT_APP_MS * MS) - first - second
+        root, search, fetch, model = (bytes([k]) * 8 for k in (1, 2, 3, 4))
+
+        def span(
+            span_id: bytes,
+            parent: bytes,
+            name: str,
+            kind: str,
+            begin: int,
+            duration: int,
+            trace: bytes = row["trace_id"],
+        ) -> SpanRow:
+            return SpanRow(
+                trace_id=trace,
+                span_id=span_id,
+                parent_span_id=parent,
+                service="api",
+                name=name,
+                span_kind="internal",
+                kind=kind,
+                start_ns=begin,
+                duration_ns=duration,
+            )
+
+        spans += [
+            span(root, NO_PARENT, "POST /agent", "request", start, row["e2e_ns"]),
+            span(search, root, "search", "tool", tools_start, first),
+            span(fetch, root, "fetch", "tool", tools_start + first, second),
+            span(model, root, "chat m-agent", "model", tools_start + first + second, model_ns),
+        ]
+    return spans
+
+
+ROUTES: Final = (story, summarize, chat, classify, lookup, answer, agent)
 
 
 def workload(t0: int, change: str | None = None) -> list[dict[str, Any]]:

@@ -27,7 +27,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from latencylens_collector.analysis.attribution import COMPONENTS, DECODE, NETWORK, PREFILL, QUEUE
+from latencylens_collector.analysis.attribution import (
+    COMPONENTS,
+    DECODE,
+    NETWORK,
+    PREFILL,
+    QUEUE,
+    RETRIEVAL,
+    TOOL,
+)
 from latencylens_collector.analysis.explanation import format_ns
 
 SHORTEN_OUTPUTS: Final = "shorten_outputs"
@@ -35,13 +43,22 @@ PREFIX_CACHING: Final = "prefix_caching"
 QUEUE_ALTERNATIVE: Final = "queue_alternative"
 NETWORK_REUSE: Final = "network_reuse"
 SWITCH_MODEL: Final = "switch_model"
-LEVERS: Final = (SHORTEN_OUTPUTS, PREFIX_CACHING, QUEUE_ALTERNATIVE, NETWORK_REUSE, SWITCH_MODEL)
+PARALLEL_CALLS: Final = "parallel_calls"
+LEVERS: Final = (
+    SHORTEN_OUTPUTS,
+    PREFIX_CACHING,
+    QUEUE_ALTERNATIVE,
+    NETWORK_REUSE,
+    PARALLEL_CALLS,
+    SWITCH_MODEL,
+)
 """Every lever, in the order they are evaluated (the ranking is by saving, not this order)."""
 TITLES: Final = {
     SHORTEN_OUTPUTS: "Shorten or cap long outputs",
     PREFIX_CACHING: "Cache the stable prompt prefix",
     QUEUE_ALTERNATIVE: "Move to a provider/model that queues less",
     NETWORK_REUSE: "Reuse connections or call a closer region",
+    PARALLEL_CALLS: "Run sibling tool and retrieval calls at once",
     SWITCH_MODEL: "Switch to the faster model already serving this route",
 }
 
@@ -100,6 +117,19 @@ def queue_change_ns(queue_ns: int, alternative_queue_ns: float) -> float:
 def network_saving_ns(network_ns: int, network_cap_ns: float) -> float:
     """Network time saved when a row's network time above the group's median comes down to it."""
     return max(0.0, network_ns - network_cap_ns)
+
+
+def parallel_saving_ns(siblings: Sequence[tuple[int, int]]) -> int:
+    """Time saved when sibling calls (``(start_ns, duration_ns)`` each, one parent) all start
+    together: the time they span, at most their summed durations, less the longest of them.
+    Back-to-back calls save all but the longest; calls that already overlap save what still runs
+    one after another. (The query layer adds a trace's sibling sets and caps the total at the
+    row's tool and retrieval time on the critical path.)"""
+    if len(siblings) < 2:
+        return 0
+    window = max(start + duration for start, duration in siblings) - min(start for start, _ in siblings)
+    busy = sum(duration for _, duration in siblings)
+    return max(0, min(busy, window) - max(duration for _, duration in siblings))
 
 
 # Measured inputs ----------------------------------------------------------------------------------
@@ -170,6 +200,12 @@ class GroupMeasures:
     network: Percentiles = field(default_factory=Percentiles)
     queue_by_hour: Sequence[tuple[int, int, int]] = ()
     """(UTC hour of day, requests, median queue ns) for the hours the group has requests in."""
+    serial_requests: int = 0
+    """Rows whose spans hold sibling tool or retrieval calls that ran (partly) one after another."""
+    serial_saving_p50: int | None = None
+    """Median of :func:`parallel_saving_ns` summed per trace, over those rows."""
+    busy_app_ns: int = 0
+    """Tool and retrieval busy time summed over the group (beside their critical-path time)."""
 
     @property
     def total_ns(self) -> int:
@@ -212,6 +248,8 @@ class WhatIf:
     alternative_queue_ns: float = -1.0
     """Negative: no queue alternative."""
     network_cap_ns: float = NO_CAP
+    parallel_calls: float = 0.0
+    """1: sibling tool and retrieval calls run at once."""
 
 
 @dataclass(frozen=True)
@@ -254,7 +292,7 @@ def plan_group(
     """Each lever's what-if parameters for one group, or why it does not apply."""
     what_if = WhatIf()
     levers = []
-    for planner in (_plan_outputs, _plan_prefix, _plan_queue, _plan_network, _plan_model):
+    for planner in (_plan_outputs, _plan_prefix, _plan_queue, _plan_network, _plan_parallel, _plan_model):
         lever, what_if = planner(measures, alternatives, min_requests, by, what_if)
         levers.append(lever)
     return GroupPlan(measures, what_if, tuple(levers))
@@ -488,6 +526,45 @@ def _plan_network(
     )
 
 
+def _plan_parallel(
+    m: GroupMeasures, _alts: Sequence[Alternative], min_requests: int, _by: Sequence[str], what_if: WhatIf
+) -> tuple[LeverPlan, WhatIf]:
+    share = m.share(TOOL) + m.share(RETRIEVAL)
+    critical = m.part_sums.get(TOOL, 0) + m.part_sums.get(RETRIEVAL, 0)
+    evidence: dict[str, str | int | float | None] = {
+        "tool_and_retrieval_share": round(share, 4),
+        "tool_and_retrieval_busy_ns": m.busy_app_ns,
+        "tool_and_retrieval_critical_ns": critical,
+        "requests_with_serial_siblings": m.serial_requests,
+        "serial_saving_p50_ns": m.serial_saving_p50,
+    }
+    reason = None
+    if share < PART_MIN_SHARE:
+        reason = (
+            f"tool and retrieval calls are {_pct(share)} of end-to-end time (below {_pct(PART_MIN_SHARE)})"
+        )
+    elif m.serial_requests == 0:
+        reason = "no sibling tool or retrieval calls ran one after another"
+    if reason is not None:
+        return LeverPlan(PARALLEL_CALLS, reason, evidence), what_if
+    return (
+        LeverPlan(
+            PARALLEL_CALLS,
+            None,
+            evidence,
+            confidence(m.serial_requests, m.serial_requests / m.count, min_requests, "medium"),
+            (
+                "sibling tool and retrieval calls under one parent do not need each other's results, "
+                "so they can start together and the slowest sets the time (the spans cannot tell)",
+                "the saving comes off the request's tool and retrieval time on the critical path; "
+                "TTFT is unchanged",
+            ),
+            f"run sibling calls at once ({m.serial_requests} requests run them one after another)",
+        ),
+        replace(what_if, parallel_calls=1.0),
+    )
+
+
 def _plan_model(
     m: GroupMeasures, alts: Sequence[Alternative], min_requests: int, by: Sequence[str], what_if: WhatIf
 ) -> tuple[LeverPlan, WhatIf]:
@@ -664,6 +741,7 @@ __all__ = [
     "decode_saving_ns",
     "judge",
     "network_saving_ns",
+    "parallel_saving_ns",
     "plan_group",
     "prefill_saving_ns",
     "queue_change_ns",

@@ -53,7 +53,8 @@ METHOD: Final = (
 )
 _PART_SUMS: Final = ", ".join(f"sum({name}_ns) AS s_{name}" for name in COMPONENTS)
 _ROW_COLUMNS: Final = (
-    "e2e_ns, ttft_ns, itl_ns, output_tokens, input_tokens, cache_read_input_tokens, "
+    "trace_id, busy_tool_ns + busy_retrieval_ns AS busy_app_ns, e2e_ns, ttft_ns, itl_ns, "
+    "output_tokens, input_tokens, cache_read_input_tokens, "
     f"{', '.join(f'{name}_ns' for name in COMPONENTS)}, "
     "name AS r_route, model AS r_model, provider AS r_provider, toHour(start_time) AS hour_utc, "
     # Time per output token: the measured ITL, else decode time over the n − 1 gaps of n tokens.
@@ -156,8 +157,25 @@ def _keys_sql(by: Sequence[str]) -> tuple[str, str]:
 
 
 def _inner(store: Store, scope: RequestScope, by: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The scope's rows with the group keys, the derived per-row values and ``serial_ns``: what
+    running each trace's sibling tool and retrieval calls at once would save (0 without any)."""
     selected, _ = _keys_sql(by)
-    return scope.collapsed(store, f"{selected}, {_ROW_COLUMNS}")
+    rows, params = scope.collapsed(store, f"{selected}, {_ROW_COLUMNS}")
+    traces, _ = scope.collapsed(store, "trace_id")
+    # Per (trace, parent) with 2+ tool/retrieval calls: analysis.advice.parallel_saving_ns in SQL.
+    siblings = (
+        "SELECT trace_id, greatest(0, least(sum(duration_ns), "
+        "max(toUnixTimestamp64Nano(start_time) + duration_ns) - min(toUnixTimestamp64Nano(start_time))) "
+        f"- max(duration_ns)) AS saving FROM {store.table('spans')} FINAL "
+        f"WHERE project = {{project:String}} AND kind IN ('tool', 'retrieval') AND trace_id IN ({traces}) "
+        "GROUP BY trace_id, parent_span_id HAVING count() >= 2"
+    )
+    serial = f"SELECT trace_id, sum(saving) AS serial_ns FROM ({siblings}) GROUP BY trace_id"
+    sql = (
+        f"SELECT r.*, ifNull(p.serial_ns, 0) AS serial_ns FROM ({rows}) AS r "
+        f"LEFT JOIN ({serial}) AS p ON r.trace_id = p.trace_id"
+    )
+    return sql, params
 
 
 def _pair(values: Sequence[Any] | None, known: int = 1) -> Percentiles:
@@ -197,6 +215,8 @@ def _measure(store: Store, scope: RequestScope, by: Sequence[str]) -> list[Group
         f"sumIf(input_tokens, {known_inputs}) AS in_tok, "
         f"sumIf(cache_read_input_tokens, {known_inputs}) AS cached_tok, "
         "quantilesExact(0.5, 0.95)(queue_ns) AS q_queue, quantilesExact(0.5, 0.95)(network_ns) AS q_net, "
+        "countIf(serial_ns > 0) AS n_serial, quantileExactIf(0.5)(serial_ns, serial_ns > 0) AS serial_p50, "
+        "sum(busy_app_ns) AS busy_app, "
         "topK(1)(r_route)[1] AS top_route, topK(1)(r_model)[1] AS top_model, "
         "topK(1)(r_provider)[1] AS top_provider "
         f"FROM ({inner}) GROUP BY {group} ORDER BY n DESC, {group} LIMIT {{limit:UInt32}}"
@@ -231,6 +251,9 @@ def _measure(store: Store, scope: RequestScope, by: Sequence[str]) -> list[Group
                 cached_tokens=int(row["cached_tok"] or 0),
                 queue=_pair(row["q_queue"]),
                 network=_pair(row["q_net"]),
+                serial_requests=int(row["n_serial"]),
+                serial_saving_p50=int(row["serial_p50"]) if int(row["n_serial"]) > 0 else None,
+                busy_app_ns=int(row["busy_app"]),
             )
         )
     return found
@@ -297,6 +320,7 @@ _AFTER: Final = {
     ),
     levers.QUEUE_ALTERNATIVE: ("if(alt_queue < 0, 0, queue_ns - alt_queue)", True),
     levers.NETWORK_REUSE: ("greatest(0, network_ns - net_cap)", True),
+    levers.PARALLEL_CALLS: ("if(parallel > 0, least(serial_ns, tool_ns + retrieval_ns), 0)", False),
 }
 """Per lever: the per-row saving in SQL and whether it is part of TTFT (decode is not)."""
 
@@ -317,6 +341,7 @@ def _what_if(
         "share": "prefix_share",
         "alt_queue": "alternative_queue_ns",
         "net_cap": "network_cap_ns",
+        "parallel": "parallel_calls",
     }
     for name, attribute in bound.items():
         params[f"g_{name}"] = [float(getattr(p.what_if, attribute)) for p in plans]

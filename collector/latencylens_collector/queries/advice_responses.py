@@ -27,7 +27,8 @@ class AdviceLever(BaseModel):
     """One lever for one group: what it would change, on what evidence, and how sure that is."""
 
     lever: str = Field(
-        description="shorten_outputs, prefix_caching, queue_alternative, network_reuse or switch_model."
+        description="shorten_outputs, prefix_caching, queue_alternative, network_reuse, parallel_calls "
+        "or switch_model."
     )
     title: str
     recommended: bool = Field(description="It cuts p95 end-to-end time or p95 TTFT by at least 5 %.")

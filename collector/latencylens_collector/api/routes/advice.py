@@ -21,7 +21,8 @@ router = APIRouter(prefix="/api/advice", tags=["advice"])
     description="For each group of requests started in [since, until) (default: the last 24 h; "
     "groups by route × model) with at least `min_requests` requests: the levers that would cut p95 "
     "end-to-end time or p95 TTFT by 5 % or more (shorter outputs, prefix caching, a provider/model "
-    "that queues less, connection reuse, the faster model of the same route), ranked by the p95 "
+    "that queues less, connection reuse, sibling tool calls at once, the faster model of the same "
+    "route), ranked by the p95 "
     "saving, each with the estimated change to p50/p95 end-to-end and TTFT, the evidence, a "
     "confidence and its assumptions. Estimates replay the group's own stored rows with the change "
     "applied. With `all=true`, the levers that do not apply too, each saying why.",

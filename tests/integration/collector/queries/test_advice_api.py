@@ -118,6 +118,21 @@ def test_slower_model_of_a_route_switches_to_the_faster_one(every_lever) -> None
     assert top["evidence"]["alternative"] == "m-fast at p-b" and top["confidence"] == "medium"
 
 
+def test_serial_tool_calls_run_at_once(every_lever) -> None:
+    # /agent: 20 ms of its own work, two tool calls back to back (300 + 300 ms in 20 requests,
+    # 100 + 500 ms in 10), then the model call (network 30 + queue 10 + prefill 40 + decode 95):
+    # e2e 795 ms each. At once the tools take max(a, b): saving 300 ms (20) or 100 ms (10), so
+    # e2e 495 (20) and 695 (10): p50 [15] = 495, p95 [28] = 695. TTFT (80 ms) is after the tools.
+    top = every_lever[("POST /agent", "m-agent")]["levers"][0]
+    assert (top["lever"], top["recommended"]) == ("parallel_calls", True)
+    assert ms(top["change"]) == (-300, -100, 0, 0)
+    assert top["evidence"]["requests_with_serial_siblings"] == 30
+    assert top["evidence"]["serial_saving_p50_ns"] == 300 * MS
+    # 30 × 600 ms of tool time, all of it on the critical path
+    assert top["evidence"]["tool_and_retrieval_busy_ns"] == top["evidence"]["tool_and_retrieval_critical_ns"]
+    assert top["evidence"]["tool_and_retrieval_critical_ns"] == 30 * 600 * MS
+
+
 # --- each lever where it should not be recommended says why ----------------------------------------
 
 
@@ -135,6 +150,7 @@ def test_slower_model_of_a_route_switches_to_the_faster_one(every_lever) -> None
         (("POST /classify", "m-quick"), "network_reuse", "network time is even across requests"),
         (("POST /answer", "m-fast"), "switch_model", "no other model with 20+ requests on this route"),
         (("POST /chat", "m-busy"), "switch_model", "no other model with 20+ requests on this route"),
+        (("POST /story", "m-writer"), "parallel_calls", "tool and retrieval calls are 0% of end-to-end time"),
     ],
 )
 def test_lever_that_does_not_apply_says_why(every_lever, group, name, reason) -> None:
@@ -153,6 +169,7 @@ def test_default_lists_recommended_levers_only_and_small_groups_apart(seeded) ->
     ]
     assert all(item["recommended"] for g in body["groups"] for item in g["levers"])
     assert sorted((s["key"]["route"], s["key"]["model"], s["count"]) for s in body["small_groups"]) == [
+        ("POST /agent", "m-agent", 30),
         ("POST /answer", "m-fast", 20),
         ("POST /answer", "m-slow", 30),
         ("POST /classify", "m-quick", 30),
@@ -196,6 +213,7 @@ PLANTED = {
     "move_queue": (("POST /chat", "m-busy"), "queue_alternative"),
     "reuse_connections": (("POST /lookup", "m-quick"), "network_reuse"),
     "switch_model": (("POST /answer", "m-slow"), "switch_model"),
+    "parallel_tools": (("POST /agent", "m-agent"), "parallel_calls"),
 }
 
 

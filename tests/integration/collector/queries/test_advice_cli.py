@@ -33,7 +33,7 @@ def test_table_at_80_columns_ranks_the_planted_levers(seeded, capsys, columns_80
     out = advise(seeded, capsys)
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
-    assert lines[0] == "What to change first: 7 group(s) by route, model with 20+ requests"
+    assert lines[0] == "What to change first: 8 group(s) by route, model with 20+ requests"
     # /story: capping at 200 tokens takes p95 from 10 105 to 2105 ms (−8000 ms), TTFT unchanged.
     story = out[out.index("POST /story / m-writer") :]
     assert story.startswith("POST /story / m-writer: 40 requests, decode is 97% of end-to-end time")

@@ -108,6 +108,7 @@ def test_page_ranks_each_groups_levers_with_the_computed_change(page_at) -> None
         ("POST /chat · m-busy", "queue_alternative", "−2.00 s"),
         ("POST /lookup · m-quick", "network_reuse", "−340 ms"),
         ("POST /answer · m-slow", "switch_model", "−2.38 s"),
+        ("POST /agent · m-agent", "parallel_calls", "−100 ms"),
     ]:
         top = group(page, name).locator("ol.levers > li").first
         assert top.get_attribute("data-lever") == lever
@@ -126,7 +127,13 @@ def test_all_says_why_the_other_levers_do_not_apply(page_at) -> None:
     assert texts["prefix_caching"] == (
         "Cache the stable prompt prefix: prefill is 1% of end-to-end time (below 20%)"
     )
-    assert set(texts) == {"prefix_caching", "queue_alternative", "network_reuse", "switch_model"}
+    assert set(texts) == {
+        "prefix_caching",
+        "queue_alternative",
+        "network_reuse",
+        "parallel_calls",
+        "switch_model",
+    }
     assert page.locator("#advice-filter").text_content().startswith("Only requests with route POST /story.")
 
 

@@ -244,6 +244,39 @@ def test_network_reuse_not_when_network_is_even() -> None:
     assert lever.reason == "network time is even across requests: no slow connections to remove"
 
 
+# --- parallel_calls -------------------------------------------------------------------------------
+
+
+def test_parallel_saving_of_sibling_calls() -> None:
+    # back to back, 300 + 300 ms: at once they take 300 ms
+    assert a.parallel_saving_ns([(0, 300 * MS), (300 * MS, 300 * MS)]) == 300 * MS
+    # 100 then 500 ms with a 50 ms gap: the span is 650 ms, the busy time 600 ms, the longest 500
+    assert a.parallel_saving_ns([(0, 100 * MS), (150 * MS, 500 * MS)]) == 100 * MS
+    # already overlapping: 0–400 and 100–500 span 500 ms, less the longest (400)
+    assert a.parallel_saving_ns([(0, 400 * MS), (100 * MS, 400 * MS)]) == 100 * MS
+    assert a.parallel_saving_ns([(0, 400 * MS), (0, 400 * MS)]) == 0  # fully parallel
+    assert a.parallel_saving_ns([(0, 400 * MS)]) == 0  # one call has no sibling
+
+
+TOOL_BOUND = {"tool": 600, "app_other": 20, "decode": 175}
+
+
+def test_parallel_calls_planned_for_serial_siblings() -> None:
+    plan = a.plan_group(
+        group(TOOL_BOUND, count=30, serial_requests=30, serial_saving_p50=300 * MS), (), 20, BY
+    )
+    lever = next(p for p in plan.levers if p.lever == a.PARALLEL_CALLS)
+    assert lever.reason is None and plan.what_if.parallel_calls == 1.0
+    assert lever.evidence["serial_saving_p50_ns"] == 300 * MS and lever.confidence == "medium"
+
+
+def test_parallel_calls_not_without_serial_siblings_or_tool_time() -> None:
+    lever = plan_of(group(TOOL_BOUND, serial_requests=0), a.PARALLEL_CALLS)
+    assert lever.reason == "no sibling tool or retrieval calls ran one after another"
+    lever = plan_of(group(DECODE_BOUND, serial_requests=30), a.PARALLEL_CALLS)
+    assert lever.reason == "tool and retrieval calls are 0% of end-to-end time (below 20%)"
+
+
 # --- switch_model ---------------------------------------------------------------------------------
 
 
