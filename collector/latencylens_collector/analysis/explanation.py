@@ -57,17 +57,34 @@ def explain(
     e2e_ns: int,
     provider: str = "",
     model: str = "",
+    ttft_ns: int | None = None,
 ) -> Explanation:
-    """The largest critical-path component (ties: the earlier in :data:`COMPONENTS`) and a sentence."""
+    """The largest critical-path component (ties: the earlier in :data:`COMPONENTS`) and a sentence.
+
+    ``ttft_ns`` (the primary call's time to first token) is named when the wait for the first token
+    is what dominated: a call without server timing whose model-unattributed time is that wait, or
+    any request whose TTFT is most of its end-to-end time."""
     dominant = max(COMPONENTS, key=lambda name: (parts.get(name, 0), -COMPONENTS.index(name)))
     ns = int(parts.get(dominant, 0))
     share = ns / e2e_ns if e2e_ns > 0 else 0.0
     source = provenance.get(dominant, DERIVED)
-    sentence = (
-        f"{_WHAT[dominant]}{_on(dominant, provider, model)} took {format_ns(ns)} of the request's "
-        f"{format_ns(e2e_ns)} ({share:.0%}); {_how(dominant, source, provider, parts, provenance)}."
+    waited = dominant == MODEL_UNATTRIBUTED and provenance.get(DECODE) == MEASURED and ttft_ns is not None
+    what = (
+        f"Waiting for the first token (TTFT {format_ns(ttft_ns)})"
+        if waited and ttft_ns is not None
+        else _WHAT[dominant]
     )
-    return Explanation(dominant, ns, share, source, sentence)
+    how = (
+        f"{provider or 'the provider'} reported no server timing, so the wait before the first content chunk "
+        "(network, queue and prefill together) is not split"
+        if waited
+        else _how(dominant, source, provider, parts, provenance)
+    )
+    took = f"took {format_ns(ns)} of the request's {format_ns(e2e_ns)} ({share:.0%})"
+    sentence = f"{what}{_on(dominant, provider, model)} {took}; {how}"
+    if not waited and ttft_ns is not None and e2e_ns > 0 and ttft_ns * 2 > e2e_ns:
+        sentence += f"; the first token came after {format_ns(ttft_ns)} (TTFT)"
+    return Explanation(dominant, ns, share, source, sentence + ".")
 
 
 def _on(component: str, provider: str, model: str) -> str:

@@ -7,8 +7,10 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.analysis.vocabulary import label, parts_description
 
 _COMPONENTS: str = ", ".join(COMPONENTS)
+_PARTS: str = parts_description()
 
 
 class RequestSummary(BaseModel):
@@ -23,9 +25,8 @@ class RequestSummary(BaseModel):
     status_error: bool = Field(description="The root span ended with an error status.")
     e2e_ns: int = Field(description="Duration of the root span.")
     parts: dict[str, int] = Field(
-        description=f"Critical-path ns per component ({_COMPONENTS}); sums to e2e_ns. inference is prefill + "
-        "decode where the provider does not split them; server_other its server time outside queue and "
-        "inference."
+        description=f"Critical-path ns per component; sums to e2e_ns. Keys, with the label every surface "
+        f"shows and their meaning (docs/glossary.md): {_PARTS}."
     )
     provenance: dict[str, str] = Field(
         description="Per component: reported, measured or derived; under ttft, where ttft_ns came from "
@@ -48,9 +49,17 @@ class RequestSummary(BaseModel):
         default=False,
         description="The token counts include an instrumentation's estimate, not only providers' usage.",
     )
-    ttft_ns: int | None = Field(description="Time to first content of the primary model call.")
-    itl_ns: int | None = Field(description="Mean inter-token latency of the primary model call.")
-    decode_tokens_per_second: float | None
+    ttft_ns: int | None = Field(
+        description=f"{label('ttft_ns')}: time to first content of the primary model call."
+    )
+    itl_ns: int | None = Field(
+        description=f"{label('itl_ns')}: mean inter-token latency of the primary model call."
+    )
+    decode_tokens_per_second: float | None = Field(
+        default=None,
+        description=f"{label('decode_tokens_per_second')}: output tokens / the primary call's decode time (a "
+        "span's latencylens.stream.output_tokens_per_second also counts the wait for the first token).",
+    )
     model_calls: int
     span_count: int
     root_missing: bool = Field(
@@ -133,7 +142,8 @@ class StatsGroup(BaseModel):
     itl_ns: Quantiles
     components: dict[str, ComponentStats] = Field(description=f"Per component: {_COMPONENTS}.")
     output_tokens_per_second: float | None = Field(
-        description="Mean decode rate of the primary call, over requests with reported output tokens."
+        description=f"Mean {label('decode_tokens_per_second')} (output tokens / decode time) of the primary "
+        "call, over requests with reported output tokens."
     )
     cached_token_ratio: float | None = Field(
         description="Cache-read input tokens / input tokens, over requests whose counts were both "

@@ -6,12 +6,15 @@ fixed list of files (no path from the URL ever reaches the filesystem).
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
+
+from latencylens_collector.analysis.vocabulary import as_json
 
 STATIC_DIR: Final = Path(__file__).with_name("static")
 _CONTENT_TYPES: Final = {
@@ -75,6 +78,14 @@ def page() -> Response:
 @router.get("/ui/static/{relative:path}")
 def static_file(relative: str) -> Response:
     return _file_response(relative)
+
+
+@router.get("/ui/vocabulary.js")
+def vocabulary() -> Response:
+    """The parts' keys, labels and meanings as an ES module: the pages name things as the API, the
+    CLI, the dashboards and docs/glossary.md do (analysis/vocabulary.py defines them once)."""
+    body = f"export const VOCABULARY = {json.dumps(as_json(), ensure_ascii=False)};\n"
+    return Response(body, media_type=_CONTENT_TYPES[".js"], headers=_SECURITY_HEADERS)
 
 
 @router.get("/ui/api/capabilities")

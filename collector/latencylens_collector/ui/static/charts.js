@@ -1,7 +1,11 @@
 // Dependency-free charts: labelled stacked bars (HTML) and line charts with end labels (SVG).
 import { COMPONENTS, DESCRIPTIONS, LABELS } from "./components.js";
 import { h, s } from "./dom.js";
-import { dur, pct } from "./format.js";
+import { dur, pct, when } from "./format.js";
+
+// Bars read left to right like time: a model call's wait before its first token (queue, prefill,
+// model-unattributed) comes before decode.
+const BAR_ORDER = ["retrieval", "tool", "app_other", "network", "queue", "prefill", "model_unattributed", "inference", "decode", "server_other"];
 
 // One bar of a request's components. `scale` (0..1) shrinks the bar to compare rows; segments
 // carry their own labels when wide enough, and a tooltip always.
@@ -9,15 +13,17 @@ export function stackedBar(parts, { total, scale = 1, tall = false, format = dur
   const sum = total || COMPONENTS.reduce((acc, name) => acc + (parts[name] || 0), 0);
   const bar = h("div", { class: tall ? "stack tall" : "stack", style: { width: `${Math.max(scale, 0.002) * 100}%` } });
   if (!sum) return bar;
-  for (const name of COMPONENTS) {
+  for (const name of [...BAR_ORDER, ...COMPONENTS.filter((c) => !BAR_ORDER.includes(c))]) {
     const value = parts[name] || 0;
     if (value <= 0) continue;
     const share = value / sum;
     const effective = share * scale;
     const shown = shares ? pct(share) : format(value);
+    // A phone's bar is a quarter of a laptop's: a label needs a larger share to fit.
+    const room = window.matchMedia("(max-width: 700px)").matches ? 3.2 : 1;
     let label = "";
-    if (effective >= (tall ? 0.1 : 0.2)) label = `${LABELS[name]} ${shown}`;
-    else if (effective >= (tall ? 0.045 : 0.09)) label = LABELS[name];
+    if (effective >= (tall ? 0.1 : 0.2) * room) label = `${LABELS[name]} ${shown}`;
+    else if (effective >= (tall ? 0.045 : 0.09) * room) label = LABELS[name];
     bar.append(h("span", {
       class: `seg c-${name}`,
       "data-component": name,
@@ -45,15 +51,17 @@ function niceMax(value) {
   return 10 * magnitude;
 }
 
+// Axis labels in UTC like every time on the page ("09:15 UTC", or "05-01 09:15 UTC" over days).
 function timeLabel(ms, spanMs) {
-  const date = new Date(ms);
-  if (spanMs > 2 * 86400e3) return date.toLocaleDateString("en-CA").slice(5) + " " + date.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit" });
-  return date.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit" });
+  const text = new Date(ms).toISOString();
+  return `${spanMs > 2 * 86400e3 ? `${text.slice(5, 10)} ` : ""}${text.slice(11, 16)} UTC`;
 }
 
 // series: [{name, points: [[timeMs, value|null], ...]}]. Lines are labelled at their last point.
 export function lineChart(series, { format = dur, title = "" } = {}) {
-  const width = 640, height = 230, left = 58, right = 110, top = 12, bottom = 26;
+  // A phone gets a narrower drawing, so its text stays at its size when the SVG scales to the card.
+  const narrow = window.matchMedia("(max-width: 700px)").matches;
+  const width = narrow ? 380 : 640, height = 230, left = 58, right = narrow ? 92 : 110, top = 22, bottom = 26;
   const plotW = width - left - right, plotH = height - top - bottom;
   const points = series.flatMap((one) => one.points.filter((p) => p[1] !== null && p[1] !== undefined));
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
@@ -95,5 +103,40 @@ export function lineChart(series, { format = dur, title = "" } = {}) {
   for (const label of labels) {
     svg.append(s("text", { class: `series-label ${label.cls}`, x: left + plotW + 6, y: label.y + 4, text: label.text }));
   }
+  hoverTargets(svg, series, { x, format, left, top, plotW, plotH });
   return svg;
+}
+
+// Hover (or keyboard focus) on a bucket shows every series' value there: a native tooltip (<title>)
+// and a readout line at the top of the chart. Each bucket is a focusable band, named for screen readers.
+function hoverTargets(svg, series, { x, format, left, top, plotW, plotH }) {
+  const times = [...new Set(series.flatMap((one) => one.points.filter((p) => p[1] !== null && p[1] !== undefined).map((p) => p[0])))].sort((a, b) => a - b);
+  if (!times.length) return;
+  const readout = s("text", { class: "readout", x: left + 4, y: top + 10, "data-readout": "" });
+  const marker = s("line", { class: "hover-line", x1: 0, x2: 0, y1: top, y2: top + plotH, visibility: "hidden" });
+  svg.append(marker);
+  times.forEach((t, i) => {
+    const values = series.map((one) => {
+      const point = one.points.find((p) => p[0] === t && p[1] !== null && p[1] !== undefined);
+      return point ? `${one.name} ${format(point[1])}` : null;
+    }).filter(Boolean);
+    const text = `${when(t, { short: true })}: ${values.join(", ")}`;
+    const from = i === 0 ? left : (x(times[i - 1]) + x(t)) / 2;
+    const to = i === times.length - 1 ? left + plotW : (x(t) + x(times[i + 1])) / 2;
+    const band = s("rect", {
+      class: "hover-band", x: Math.min(from, x(t) - 4), y: top, width: Math.max(to - from, 8), height: plotH,
+      tabindex: "0", role: "img", "aria-label": text, "data-time": new Date(t).toISOString(), "data-values": text,
+    }, s("title", { text }));
+    const show = () => {
+      readout.textContent = text;
+      marker.setAttribute("x1", x(t)); marker.setAttribute("x2", x(t)); marker.setAttribute("visibility", "visible");
+    };
+    const hide = () => { readout.textContent = ""; marker.setAttribute("visibility", "hidden"); };
+    band.addEventListener("mouseenter", show);
+    band.addEventListener("focus", show);
+    band.addEventListener("mouseleave", hide);
+    band.addEventListener("blur", hide);
+    svg.append(band);
+  });
+  svg.append(readout);
 }

@@ -1,38 +1,25 @@
-// The components of a request's time, in display order, with their labels. Colours live in app.css
-// (class c-<name>) so HTML bars, SVG charts and the Grafana dashboards share one palette.
-export const COMPONENTS = [
-  "retrieval", "tool", "app_other", "network", "queue", "prefill", "decode", "inference", "server_other",
-  "model_unattributed",
-];
+// The components of a request's time, in display order, with their labels and meanings, as the
+// service defines them once (analysis/vocabulary.py, served as /ui/vocabulary.js). Colours live in
+// app.css (class c-<name>) so HTML bars, SVG charts and the Grafana dashboards share one palette.
+import { VOCABULARY } from "/ui/vocabulary.js";
+
+export const COMPONENTS = VOCABULARY.parts.map((part) => part.key);
 export const MODEL_COMPONENTS = [
   "network", "queue", "prefill", "decode", "inference", "server_other", "model_unattributed",
 ];
+export const LABELS = Object.fromEntries(VOCABULARY.parts.map((part) => [part.key, part.label]));
+export const DESCRIPTIONS = Object.fromEntries(VOCABULARY.parts.map((part) => [part.key, part.meaning]));
+export const METRICS = VOCABULARY.metrics;
+export const PERCENTILES = VOCABULARY.percentiles;
 
-export const LABELS = {
-  retrieval: "retrieval",
-  tool: "tool",
-  app_other: "app",
-  network: "network",
-  queue: "queue",
-  prefill: "prefill",
-  decode: "decode",
-  inference: "inference",
-  server_other: "server, other",
-  model_unattributed: "model, unattributed",
-};
+// A metric's label ("decode rate") and its meaning, for a heading and its tooltip.
+export function metricLabel(key) {
+  return METRICS[key] ? METRICS[key].label : key;
+}
 
-export const DESCRIPTIONS = {
-  retrieval: "retrieval spans (vector search, database lookups)",
-  tool: "tool calls",
-  app_other: "the application's own code between and around calls",
-  network: "client-measured model call time the provider did not report as server time",
-  queue: "waiting in the provider's queue",
-  prefill: "processing the prompt",
-  decode: "generating output tokens",
-  inference: "prefill + decode, not split by the provider",
-  server_other: "provider server time outside queue and inference (validation, tokenization)",
-  model_unattributed: "model call time the provider's numbers do not account for",
-};
+export function metricMeaning(key) {
+  return METRICS[key] ? `${METRICS[key].label}: ${METRICS[key].meaning}` : "";
+}
 
 // The component a span's own (exclusive) time counts as; model spans split further.
 export function spanComponent(kind) {

@@ -26,12 +26,22 @@ export function tokens(value, estimated = false) {
   return `${estimated ? "~" : ""}${num(value)}`;
 }
 
-export function when(iso) {
-  if (!iso) return "—";
+// Times are shown in UTC with the zone written out, as the CLI prints them: "2026-05-01 12:00:00
+// UTC", or "12:00:00 UTC" for today (UTC). `short` drops the seconds (chart axes).
+export function when(iso, { short = false } = {}) {
+  if (iso === null || iso === undefined || iso === "") return "—";
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return String(iso);
-  const today = new Date();
-  const time = date.toLocaleTimeString("en-GB", { hour12: false });
-  if (date.toDateString() === today.toDateString()) return time;
-  return `${date.toLocaleDateString("en-CA")} ${time}`;
+  const text = date.toISOString();
+  const day = text.slice(0, 10);
+  const time = text.slice(11, short ? 16 : 19);
+  return day === new Date().toISOString().slice(0, 10) ? `${time} UTC` : `${day} ${time} UTC`;
+}
+
+// A span attribute for people: an integer-ns duration ("…_ns") becomes "12.3 ms" with its raw
+// value kept beside it; anything else is shown as it is.
+export function attributeValue(key, value) {
+  const text = String(value);
+  if (/(_ns|\.ns)$/.test(key) && /^-?\d+$/.test(text)) return { text: dur(Number(text)), raw: `${text} ns` };
+  return { text, raw: null };
 }

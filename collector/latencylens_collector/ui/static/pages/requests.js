@@ -11,9 +11,18 @@ const LIMITS = ["50", "100", "250", "1000"];
 const FILTERS = ["window", "service", "route", "model", "provider", "min_ms", "limit", "sort"];
 const DEFAULTS = { window: "24h", limit: "100", sort: "-e2e" };
 
+const ROOTLESS_HINT = "Its root span is a single step (or never arrived): an app without a request root makes every step its own request. Wrap the handler in @latencylens.request or let the web framework's instrumentation make the root (README, “Instrumenting an app”).";
+
+// A row whose root span is one step: its root never arrived, or the root's own time is not the
+// application's (a model call, retrieval or tool span at the top has no "app, other" time).
+function rootless(row) {
+  return Boolean(row.root_missing) || (row.e2e_ns > 0 && (row.parts.app_other || 0) === 0);
+}
+
 const COLUMNS = [
   { key: "start", label: "Started", value: (r) => r.start_time, cell: (r) => when(r.start_time) },
-  { key: "route", label: "Request", value: (r) => r.name, cell: (r) => h("a", { href: `/ui/requests/${r.trace_id}`, text: r.name || "(unnamed)" }) },
+  { key: "route", label: "Request", value: (r) => r.name, cell: (r) => [h("a", { href: `/ui/requests/${r.trace_id}`, text: r.name || "(unnamed)" }),
+    rootless(r) ? h("span", { class: "badge warning", "data-flag": "no-root", title: ROOTLESS_HINT, text: "no request root" }) : null] },
   { key: "service", label: "Service", value: (r) => r.service, cell: (r) => r.service },
   { key: "model", label: "Model · provider", value: (r) => `${r.model} ${r.provider}`, cell: (r) => [r.model || "—", h("span", { class: "muted", text: r.provider ? ` · ${r.provider}` : "" })] },
   { key: "e2e", label: "End-to-end", num: true, value: (r) => r.e2e_ns, cell: (r) => dur(r.e2e_ns) },
@@ -106,11 +115,11 @@ function table(rows, filters, onSort) {
       class: "clickable", "data-trace-id": row.trace_id,
       onclick: (event) => { if (!event.target.closest("a")) window.location.href = `/ui/requests/${row.trace_id}`; },
     },
-    COLUMNS.map((column) => h("td", { class: column.num ? "num" : "" }, column.cell(row))),
-    h("td", { class: "bar-cell", title: main ? `mostly ${LABELS[main]}` : "" },
+    COLUMNS.map((column) => h("td", { class: column.num ? "num" : "", "data-label": column.label }, column.cell(row))),
+    h("td", { class: "bar-cell", "data-label": "Where the time went", title: main ? `mostly ${LABELS[main]}` : "" },
       stackedBar(row.parts, { total: row.e2e_ns, scale: row.e2e_ns / maxE2e })));
   });
-  return h("table", { class: "grid", id: "requests" }, h("thead", {}, head), h("tbody", {}, body));
+  return h("div", { class: "scroll" }, h("table", { class: "grid stackable sortable", id: "requests" }, h("thead", {}, head), h("tbody", {}, body)));
 }
 
 export async function render(root) {
@@ -151,9 +160,13 @@ export async function render(root) {
       if (row.name) seen.route.add(row.name);
       if (row.provider) seen.provider.add(row.provider);
     }
-    const status = rows.length
+    let status = rows.length
       ? h("p", { class: "muted", id: "status", text: `${rows.length} slowest requests started in the last ${filters.window}${nextCursor ? " (more available)" : ""}. Click a row for its waterfall.` })
       : h("p", { class: "notice", id: "status", text: `No requests match these filters in the last ${filters.window}.` });
+    const flagged = rows.filter(rootless).length;
+    if (flagged && flagged * 2 >= rows.length) {
+      status = [status, h("p", { class: "notice", id: "root-hint", text: `${flagged} of these ${rows.length} requests have no request root: each is a single step. ${ROOTLESS_HINT}` })];
+    }
     draw(status);
   };
 

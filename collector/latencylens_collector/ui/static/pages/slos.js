@@ -1,6 +1,6 @@
 // SLOs: each objective's status and error budget, then the alert history with what drove it.
 import { getJSON, getCapabilities, errorText } from "../api.js";
-import { LABELS } from "../components.js";
+import { LABELS, metricLabel } from "../components.js";
 import { h, mount } from "../dom.js";
 import { dur, pct, when } from "../format.js";
 
@@ -30,33 +30,40 @@ function burnRates(rates) {
   return entries.length ? entries.map(([w, r]) => `${w}: ${Number(r).toFixed(1)}×`).join("  ") : "—";
 }
 
+// Cells carry their column's name (data-label): on a phone each row becomes a card of labelled lines.
+function cell(label, attrs, ...children) {
+  return h("td", { ...attrs, "data-label": label }, ...children);
+}
+
 function sloTable(slos) {
-  return h("table", { class: "grid", id: "slos" },
-    h("thead", {}, h("tr", {}, ["SLO", "Metric · scope", "Objective", "Status", "Error budget", "Burn rate", "Current", "Evaluated"].map((t) => h("th", { text: t })))),
+  const head = ["SLO", "Status", "Objective", "Metric · scope", "Error budget", "Burn rate", "Current", "Evaluated"];
+  return h("div", { class: "scroll" }, h("table", { class: "grid stackable", id: "slos" },
+    h("thead", {}, h("tr", {}, head.map((t) => h("th", { text: t })))),
     h("tbody", {}, slos.map((slo) => h("tr", { "data-slo-id": slo.id },
-      h("td", { text: slo.name }),
-      h("td", { text: `${slo.metric} · ${filterText(slo.filter)}` }),
-      h("td", { text: objectiveText(slo) }),
-      h("td", {}, h("span", { class: `badge ${String(slo.status).toLowerCase()}`, text: slo.status })),
-      h("td", {}, budget(slo.budget_remaining)),
-      h("td", { class: "mono wrap", text: burnRates(slo.burn_rates) }),
-      h("td", { class: "num", text: dur(slo.value_ns) }),
-      h("td", { text: when(slo.evaluated_at) })))));
+      cell("SLO", { class: "wrap", text: slo.name }),
+      cell("Status", { "data-column": "status" }, h("span", { class: `badge ${String(slo.status).toLowerCase()}`, text: slo.status })),
+      cell("Objective", { class: "wrap", text: objectiveText(slo) }),
+      cell("Metric · scope", { class: "wrap", text: `${metricLabel(`${slo.metric}_ns`)} · ${filterText(slo.filter)}` }),
+      cell("Error budget", {}, budget(slo.budget_remaining)),
+      cell("Burn rate", { class: "mono wrap", text: burnRates(slo.burn_rates) }),
+      cell("Current", { class: "num", text: dur(slo.value_ns) }),
+      cell("Evaluated", { text: when(slo.evaluated_at) }))))));
 }
 
 function alertTable(alerts) {
-  return h("table", { class: "grid", id: "alerts" },
-    h("thead", {}, h("tr", {}, ["State", "SLO", "Started", "Fired", "Resolved", "Value", "Burn rate", "Driven by", "Worst requests"].map((t) => h("th", { text: t })))),
+  const head = ["State", "SLO", "Started", "Fired", "Resolved", "Value", "Burn rate", "Driven by", "Worst requests"];
+  return h("div", { class: "scroll" }, h("table", { class: "grid stackable", id: "alerts" },
+    h("thead", {}, h("tr", {}, head.map((t) => h("th", { text: t })))),
     h("tbody", {}, alerts.map((a) => h("tr", { "data-alert-id": a.id },
-      h("td", {}, h("span", { class: `badge ${String(a.state).toLowerCase()}`, text: a.state })),
-      h("td", { text: a.slo_name || a.slo_id }),
-      h("td", { text: when(a.started_at) }),
-      h("td", { text: when(a.fired_at) }),
-      h("td", { text: when(a.resolved_at) }),
-      h("td", { class: "num", text: dur(a.value_ns) }),
-      h("td", { class: "num", text: a.burn_rate === null || a.burn_rate === undefined ? "—" : `${Number(a.burn_rate).toFixed(1)}×` }),
-      h("td", {}, a.dominant_component ? [h("span", { class: `chip c-${a.dominant_component}` }), `${LABELS[a.dominant_component] || a.dominant_component}${a.dominant_delta_ns ? ` +${dur(a.dominant_delta_ns)}` : ""}`] : "—"),
-      h("td", {}, (a.worst_trace_ids || []).slice(0, 3).map((id) => h("a", { class: "mono", href: `/ui/requests/${id}`, text: `${id.slice(0, 8)}… ` })))))));
+      cell("State", {}, h("span", { class: `badge ${String(a.state).toLowerCase()}`, text: a.state })),
+      cell("SLO", { class: "wrap", text: a.slo_name || a.slo_id }),
+      cell("Started", { text: when(a.started_at) }),
+      cell("Fired", { text: when(a.fired_at) }),
+      cell("Resolved", { text: when(a.resolved_at) }),
+      cell("Value", { class: "num", text: dur(a.value_ns) }),
+      cell("Burn rate", { class: "num", text: a.burn_rate === null || a.burn_rate === undefined ? "—" : `${Number(a.burn_rate).toFixed(1)}×` }),
+      cell("Driven by", {}, a.dominant_component ? [h("span", { class: `chip c-${a.dominant_component}` }), `${LABELS[a.dominant_component] || a.dominant_component}${a.dominant_delta_ns ? ` +${dur(a.dominant_delta_ns)}` : ""}`] : "—"),
+      cell("Worst requests", { class: "wrap" }, (a.worst_trace_ids || []).slice(0, 3).map((id) => h("a", { class: "mono", href: `/ui/requests/${id}`, title: id, text: `${id.slice(0, 12)}… ` }))))))));
 }
 
 export async function render(root) {
