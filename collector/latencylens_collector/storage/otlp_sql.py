@@ -447,8 +447,15 @@ def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdic
 
 
 __all__ = [
+    "FLAT",
+    "FUTURE_LIMIT_NS",
     "INSERT_SETTINGS",
+    "LANDING",
+    "LANDING_COLUMNS",
+    "MAX_RESOURCE_BYTES",
     "PROTO",
+    "UNKNOWN_SERVICE",
+    "VERDICTS",
     "BodyLimits",
     "Verdict",
     "envelope",

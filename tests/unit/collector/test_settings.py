@@ -27,6 +27,7 @@ NON_DEFAULT_TEXT = {
     "max_trace_spans": "4",
     "flush_interval_ms": "5",
     "max_attribute_bytes": "100",
+    "ingest_path": "engine",
     "store_content": "true",
     "content_max_bytes": "200",
     "metadata_url": "postgresql+psycopg://lens@db/lens",
