@@ -14,6 +14,10 @@ INVALID_ARGUMENT with the reason. The key is checked and the queue asked for roo
 An export that decodes to more than one insert may hold is RESOURCE_EXHAUSTED without
 ``RetryInfo`` (retrying cannot help); the message size limit is gRPC's own
 (``max_body_bytes``, after decompression).
+
+Connections are bounded like HTTP's (:func:`server_options`): as many as ``max_connections``, the
+HTTP/2 handshake within ``header_timeout_s``, idle ones closed after a minute and silent ones
+pinged and closed, at most :data:`MAX_PENDING_CALLS` calls in the server at once.
 """
 
 from __future__ import annotations
@@ -53,6 +57,41 @@ PROTOCOL: Final = "grpc"
 SERVICE_NAME: Final = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name
 MAX_WORKERS: Final = 16
 """Concurrent Export calls being decoded or waiting for their batch to be written."""
+MAX_PENDING_CALLS: Final = 2 * MAX_WORKERS
+"""Export calls running or waiting for a worker; one more is RESOURCE_EXHAUSTED at once (each may
+hold a received message of up to ``max_body_bytes``, so this bounds their memory too)."""
+IDLE_S: Final = 60
+"""An idle connection is closed (GOAWAY) after this long: an exporter's channel is kept between
+batches (the SDK sends every 5 s) and reconnects on its own when it was closed."""
+MAX_AGE_S: Final = 600
+"""Any connection is closed after this long, once its calls have had ``body_timeout_s`` to finish:
+no connection, however busy, is held for ever."""
+KEEPALIVE_S: Final = 30
+KEEPALIVE_TIMEOUT_S: Final = 10
+"""The server pings a connection silent for ``KEEPALIVE_S`` and closes it when no answer comes
+within ``KEEPALIVE_TIMEOUT_S``: a half-open peer (gone without a FIN) is let go within 40 s."""
+MAX_METADATA_BYTES: Final = 16 * 1024
+"""Headers of one call (metadata), keys included."""
+
+
+def server_options(settings: Settings) -> list[tuple[str, int]]:
+    """gRPC core's limits, the counterparts of the HTTP server's (docs/collector.md, Limits): the
+    message size (``max_body_bytes``, after decompression), open connections
+    (``max_connections``), the time to finish the HTTP/2 handshake (``header_timeout_s``), idle and
+    dead connections, calls per connection and header size."""
+    return [
+        ("grpc.max_receive_message_length", settings.max_body_bytes),
+        ("grpc.max_allowed_incoming_connections", max(1, settings.max_connections)),
+        ("grpc.server_handshake_timeout_ms", max(1, settings.header_timeout_s) * 1000),
+        ("grpc.max_connection_idle_ms", IDLE_S * 1000),
+        ("grpc.max_connection_age_ms", MAX_AGE_S * 1000),
+        ("grpc.max_connection_age_grace_ms", max(1, settings.body_timeout_s) * 1000),
+        ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
+        ("grpc.max_concurrent_streams", MAX_WORKERS),
+        ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+        ("grpc.so_reuseport", 0),
+    ]
 
 
 class TraceReceiver(TraceServiceServicer):
@@ -188,10 +227,8 @@ class GrpcServer:
         """Listen and serve; returns the port. Raises OSError when the address cannot be bound."""
         server = grpc.server(
             ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="latencylens-grpc"),
-            options=[
-                ("grpc.max_receive_message_length", self.settings.max_body_bytes),
-                ("grpc.so_reuseport", 0),
-            ],
+            options=server_options(self.settings),
+            maximum_concurrent_rpcs=MAX_PENDING_CALLS,
         )
         add_receiver_to_server(self.receiver, server)
         address = f"{self.settings.host}:{self.settings.grpc_port}"

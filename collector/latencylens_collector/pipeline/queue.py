@@ -220,6 +220,7 @@ class BoundedQueue:
             self._spans += len(spans)
             self._bytes += nbytes
             metrics.QUEUE_DEPTH.set(self._spans)
+            metrics.QUEUE_BYTES.set(self._bytes)
             self._cond.notify_all()
             return ticket
 
@@ -299,6 +300,7 @@ class BoundedQueue:
             self._spans -= spans
             self._bytes -= nbytes
             metrics.QUEUE_DEPTH.set(self._spans)
+            metrics.QUEUE_BYTES.set(self._bytes)
             return batch
 
 

@@ -62,6 +62,11 @@ SPANS_SPOOLED = Counter(
 QUEUE_DEPTH = Gauge(
     "latencylens_queue_depth", "Spans accepted and waiting for the writer.", registry=REGISTRY
 )
+QUEUE_BYTES = Gauge(
+    "latencylens_queue_bytes",
+    "What the spans waiting for the writer weigh in memory, in bytes (bounded by max_queue_bytes).",
+    registry=REGISTRY,
+)
 SPOOL_PENDING_SPANS = Gauge(
     "latencylens_spool_pending_spans", "Spans in the disk spool waiting for ClickHouse.", registry=REGISTRY
 )
