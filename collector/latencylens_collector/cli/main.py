@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "latencylens_collector.cli.slo",
     "latencylens_collector.cli.keys",
     "latencylens_collector.cli.spool",
+    "latencylens_collector.cli.replay",
     "latencylens_collector.cli.demo",
 )
 """Modules that add commands, in the order ``--help`` lists them."""

@@ -23,6 +23,7 @@ from latencylens_collector.analysis.attribution import (
     QUEUE,
     SERVER_OTHER,
 )
+from latencylens_collector.cli import replay as replay_cli
 from latencylens_collector.cli.errors import FAILED, USAGE, CliError
 from latencylens_collector.cli.http import ServiceClient, add_client_options
 from latencylens_collector.cli.output import (
@@ -118,6 +119,7 @@ def register(sub: Any) -> None:
     compare.add_argument("--quantile", choices=("p50", "p90", "p95", "p99"), default="p95")
     compare.add_argument("--by", default="provider,model", help="comma list (default provider,model)")
     add_filter_options(compare)
+    replay_cli.add_compare_options(compare)
     add_client_options(compare)
     compare.set_defaults(handler=_compare)
 
@@ -376,6 +378,8 @@ def stats_text(body: Mapping[str, Any], columns: int | None = None) -> str:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if args.replay:
+        return replay_cli.show_comparison(args)
     params = {
         "a_since": args.a_since,
         "a_until": args.a_until,

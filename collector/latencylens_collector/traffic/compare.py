@@ -92,7 +92,9 @@ def comparison(
         replay=rep,
         ttft=ttft,
         itl=itl,
-        findings=findings(prod, rep, ttft, itl),
+        findings=findings(
+            prod, rep, ttft, itl, slo_set=any(v is not None for v in slo.model_dump().values())
+        ),
     )
 
 
@@ -198,8 +200,11 @@ def _ratio(value: float | None, base: float | None) -> float | None:
     return round(value / base, 4)
 
 
-def findings(production: Side, replay: Side, ttft: Distance, itl: Distance) -> list[str]:
-    """What differs, one sentence each: distributions, then parts that grew or shrank, goodput."""
+def findings(
+    production: Side, replay: Side, ttft: Distance, itl: Distance, slo_set: bool = True
+) -> list[str]:
+    """What differs, one sentence each: distributions, then parts that grew or shrank, and the
+    share of good requests when there is an SLO."""
     lines = []
     for name, found, prod, rep in (
         ("TTFT", ttft, production.ttft, replay.ttft),
@@ -223,7 +228,7 @@ def findings(production: Side, replay: Side, ttft: Distance, itl: Distance) -> l
         if abs(change) >= PART_CHANGE_MIN_NS and abs(change) >= PART_CHANGE_RATIO * before:
             verb = "grew" if change > 0 else "shrank"
             lines.append(f"{part} {verb}: mean {_ms(before)} → {_ms(after)} per request")
-    if production.good_share is not None and replay.good_share is not None:
+    if slo_set and production.good_share is not None and replay.good_share is not None:
         lines.append(f"good requests under the SLO: {production.good_share:.0%} → {replay.good_share:.0%}")
     return lines
 
