@@ -16,8 +16,8 @@ POST /summarize     m-reader @ groq       prefill: 28 uncached 4000-token prompt
 POST /chat          m-busy @ p-slow       queue: 100 ms, but 2000 ms in 4 hours of the 20
 POST /classify      m-quick @ p-fast      the quiet alternative: queue 3–7 ms
 POST /lookup        m-quick @ p-far       network: 60 ms on reused connections, 400 ms on 9 of 30
-POST /answer        m-slow @ p-a (30)     a slower model: 30 ms a token; m-fast @ p-b (20) takes
-                                          10 ms a token on the same route
+POST /answer        gpt-4o @ openai (30)  a slower, dearer model: 30 ms a token; gpt-4o-mini
+                    gpt-4o-mini (20)      @ openai takes 10 ms a token on the same route
 POST /agent         m-agent @ p-agent     two tool calls one after the other (300 + 300 ms, or
                                           100 + 500 ms in every third request) that could overlap
 ==================  ====================  ==================================================
@@ -211,9 +211,9 @@ def answer(t0: int, change: str | None = None) -> list[dict[str, Any]]:
     for i in range(50):
         slow = i < 30
         out = (80, 100, 120)[i % 3]
-        model, provider, itl = ("m-slow", "p-a", 30.0) if slow else ("m-fast", "p-b", 10.0)
+        model, provider, itl = ("gpt-4o", "openai", 30.0) if slow else ("gpt-4o-mini", "openai", 10.0)
         if change == "switch_model":
-            model, provider, itl = "m-fast", "p-b", 10.0
+            model, provider, itl = "gpt-4o-mini", "openai", 10.0
         rows.append(
             _row(
                 6000 + i,

@@ -36,6 +36,7 @@ from latencylens_collector.analysis.attribution import (
     RETRIEVAL,
     TOOL,
 )
+from latencylens_collector.analysis.costs import request_cost_usd
 from latencylens_collector.analysis.explanation import format_ns
 
 SHORTEN_OUTPUTS: Final = "shorten_outputs"
@@ -166,6 +167,22 @@ class PrefillSums:
 
 
 @dataclass(frozen=True)
+class MeanUsage:
+    """Mean token counts per request over the rows that reported input and output counts."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+
+    def cost_usd(self, provider: str, model: str) -> float | None:
+        """The cost of a mean request (:func:`costs.request_cost_usd`); None without counts or price."""
+        if self.requests == 0:
+            return None
+        return request_cost_usd(provider, model, self.input_tokens, self.cached_tokens, self.output_tokens)
+
+
+@dataclass(frozen=True)
 class GroupMeasures:
     """One group's aggregates over its request rows (one row per trace)."""
 
@@ -206,6 +223,7 @@ class GroupMeasures:
     """Median of :func:`parallel_saving_ns` summed per trace, over those rows."""
     busy_app_ns: int = 0
     """Tool and retrieval busy time summed over the group (beside their critical-path time)."""
+    usage: MeanUsage = field(default_factory=MeanUsage)
 
     @property
     def total_ns(self) -> int:
@@ -233,6 +251,7 @@ class Alternative:
     ttft: Percentiles
     queue_p50: int | None
     prefill: PrefillSums = field(default_factory=PrefillSums)
+    usage: MeanUsage = field(default_factory=MeanUsage)
 
 
 # Plans ---------------------------------------------------------------------------------------------
@@ -578,10 +597,12 @@ def _plan_model(
         if a.route == m.route and a.model != m.model and a.count >= min_requests and a.e2e.p95 is not None
     ]
     best = min(candidates, key=lambda a: (a.e2e.p95 or 0, a.model, a.provider)) if candidates else None
+    evidence["cost_per_request_usd"] = m.usage.cost_usd(m.provider, m.model)
     if best is not None:
         evidence.update(
             {
                 "alternative": f"{best.model} at {best.provider}",
+                "alternative_cost_per_request_usd": best.usage.cost_usd(best.provider, best.model),
                 "alternative_requests": best.count,
                 "alternative_e2e_p50_ns": best.e2e.p50,
                 "alternative_e2e_p95_ns": best.e2e.p95,
@@ -734,6 +755,7 @@ __all__ = [
     "GroupPlan",
     "LeverAdvice",
     "LeverPlan",
+    "MeanUsage",
     "Percentiles",
     "PrefillSums",
     "WhatIf",

@@ -71,6 +71,8 @@ def advice_text(body: Mapping[str, Any], columns: int | None = None) -> str:
         lines += ["", *_wrap("No group has enough requests in this window to advise on.", limit)]
     for group in body["groups"]:
         lines += ["", *group_text(group, limit)]
+    if body.get("price_data"):
+        lines += ["", *_wrap(f"Costs: {body['price_data']} (offline price data).", limit)]
     small = body.get("small_groups") or []
     if small:
         lines += ["", *_wrap(f"{len(small)} smaller group(s) not advised on (use --min-requests).", limit)]
@@ -91,6 +93,7 @@ def group_text(group: Mapping[str, Any], limit: int) -> list[str]:
             f"TTFT p50 {ms(ttft['p50'])}, p95 {ms(ttft['p95'])}",
             limit,
         ),
+        *_wrap(f"cost per request: {usd(group.get('cost_per_request_usd'))}", limit),
     ]
     recommended = [lever for lever in group["levers"] if lever["recommended"]]
     others = [lever for lever in group["levers"] if not lever["recommended"]]
@@ -124,6 +127,11 @@ def group_text(group: Mapping[str, Any], limit: int) -> list[str]:
     return lines
 
 
+def usd(value: float | None) -> str:
+    """Dollars to four significant digits (``$0.00225``); ``no price`` when unknown."""
+    return "no price" if value is None else f"${value:.4g}"
+
+
 def lever_text(rank: int, lever: Mapping[str, Any], limit: int) -> list[str]:
     lines = [""]
     lines += _wrap(f"{lever['title']}: {lever['summary']}", limit, f"{rank}. ", "   ")
@@ -140,7 +148,9 @@ def evidence_text(evidence: Mapping[str, Any]) -> str:
         if value is None:
             continue
         label = name.replace("_", " ")
-        if name.endswith("_ns") and isinstance(value, int | float):
+        if name.endswith("_usd") and isinstance(value, int | float):
+            items.append(f"{label[:-4]} {usd(value)}")
+        elif name.endswith("_ns") and isinstance(value, int | float):
             items.append(f"{label[:-3]} {ms(value)} ms")
         elif name.endswith("share") and isinstance(value, int | float):
             items.append(f"{label} {percent(value)}")

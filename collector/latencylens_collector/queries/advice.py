@@ -25,8 +25,15 @@ from datetime import datetime
 from typing import Any, Final
 
 from latencylens_collector.analysis import advice as levers
-from latencylens_collector.analysis.advice import Alternative, GroupMeasures, Percentiles, PrefillSums
+from latencylens_collector.analysis.advice import (
+    Alternative,
+    GroupMeasures,
+    MeanUsage,
+    Percentiles,
+    PrefillSums,
+)
 from latencylens_collector.analysis.attribution import COMPONENTS
+from latencylens_collector.analysis.costs import price_data_version
 from latencylens_collector.queries._common import FILTER_COLUMNS, MAX_GROUPS, QueryError, finite_int
 from latencylens_collector.queries.advice_responses import (
     AdviceChange,
@@ -64,6 +71,13 @@ _ROW_COLUMNS: Final = (
     "if(prefill_ns > 0 AND input_tokens > cache_read_input_tokens, "
     "input_tokens - cache_read_input_tokens, NULL) AS uncached"
 )
+_COUNTED: Final = "input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
+_USAGE: Final = (
+    f"countIf({_COUNTED}) AS u_n, round(avgIf(input_tokens, {_COUNTED})) AS u_in, "
+    f"round(avgIf(ifNull(cache_read_input_tokens, 0), {_COUNTED})) AS u_cached, "
+    f"round(avgIf(output_tokens, {_COUNTED})) AS u_out"
+)
+"""Mean token counts per request (for its cost) over rows that reported input and output counts."""
 _PREFILL_SUMS: Final = (
     "countIf(uncached IS NOT NULL{cond}) AS {p}_n, sumIf(prefill_ns, uncached IS NOT NULL{cond}) AS {p}_ns, "
     "sumIf(uncached, uncached IS NOT NULL{cond}) AS {p}_tok"
@@ -113,6 +127,8 @@ def advice(
                 dominant_share=m.share(m.dominant),
                 e2e_ns=AdvicePercentiles(p50=m.e2e.p50, p95=m.e2e.p95),
                 ttft_ns=AdvicePercentiles(p50=m.ttft.p50, p95=m.ttft.p95),
+                cost_per_request_usd=m.usage.cost_usd(m.provider, m.model),
+                priced_requests=m.usage.requests,
                 levers=[_lever(v) for v in verdicts if include_all or v.recommended],
             )
         )
@@ -121,6 +137,7 @@ def advice(
         until=from_ns(span.until_ns),
         by=list(by),
         min_requests=min_requests,
+        price_data=price_data_version(),
         method=list(METHOD),
         groups=groups,
         small_groups=small,
@@ -216,7 +233,7 @@ def _measure(store: Store, scope: RequestScope, by: Sequence[str]) -> list[Group
         f"sumIf(cache_read_input_tokens, {known_inputs}) AS cached_tok, "
         "quantilesExact(0.5, 0.95)(queue_ns) AS q_queue, quantilesExact(0.5, 0.95)(network_ns) AS q_net, "
         "countIf(serial_ns > 0) AS n_serial, quantileExactIf(0.5)(serial_ns, serial_ns > 0) AS serial_p50, "
-        "sum(busy_app_ns) AS busy_app, "
+        f"sum(busy_app_ns) AS busy_app, {_USAGE}, "
         "topK(1)(r_route)[1] AS top_route, topK(1)(r_model)[1] AS top_model, "
         "topK(1)(r_provider)[1] AS top_provider "
         f"FROM ({inner}) GROUP BY {group} ORDER BY n DESC, {group} LIMIT {{limit:UInt32}}"
@@ -254,9 +271,16 @@ def _measure(store: Store, scope: RequestScope, by: Sequence[str]) -> list[Group
                 serial_requests=int(row["n_serial"]),
                 serial_saving_p50=int(row["serial_p50"]) if int(row["n_serial"]) > 0 else None,
                 busy_app_ns=int(row["busy_app"]),
+                usage=_usage(row),
             )
         )
     return found
+
+
+def _usage(row: Mapping[str, Any]) -> MeanUsage:
+    if int(row["u_n"]) == 0:
+        return MeanUsage()
+    return MeanUsage(int(row["u_n"]), int(row["u_in"]), int(row["u_cached"]), int(row["u_out"]))
 
 
 def _with_hours(m: GroupMeasures, hours: Sequence[tuple[int, int, int]]) -> GroupMeasures:
@@ -286,7 +310,7 @@ def _alternatives(store: Store, scope: RequestScope) -> list[Alternative]:
         "SELECT r_route, r_model, r_provider, count() AS n, "
         "quantilesExact(0.5, 0.95)(e2e_ns) AS q_e2e, count(ttft_ns) AS n_ttft, "
         "quantilesExact(0.5, 0.95)(ttft_ns) AS q_ttft, quantileExact(0.5)(queue_ns) AS queue, "
-        f"{_PREFILL_SUMS.format(cond='', p='pre')} "
+        f"{_PREFILL_SUMS.format(cond='', p='pre')}, {_USAGE} "
         f"FROM ({inner}) GROUP BY r_route, r_model, r_provider "
         "ORDER BY n DESC, r_route, r_model, r_provider LIMIT {limit:UInt32}"
     )
@@ -301,6 +325,7 @@ def _alternatives(store: Store, scope: RequestScope) -> list[Alternative]:
             ttft=_pair(row["q_ttft"], int(row["n_ttft"])),
             queue_p50=finite_int(row["queue"]),
             prefill=_prefill(row, "pre"),
+            usage=_usage(row),
         )
         for row in store.query(sql, params)
     ]

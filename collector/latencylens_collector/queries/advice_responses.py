@@ -53,6 +53,11 @@ class AdviceGroup(BaseModel):
     dominant_share: float = Field(description="Its share of the group's summed end-to-end time (0–1).")
     e2e_ns: AdvicePercentiles
     ttft_ns: AdvicePercentiles
+    cost_per_request_usd: float | None = Field(
+        description="US dollars for the group's mean request (mean input, cached-input and output "
+        "tokens of the requests that reported them) at its model and provider; null: no price."
+    )
+    priced_requests: int = Field(description="Requests whose token counts the cost is computed from.")
     levers: list[AdviceLever] = Field(
         description="Recommended levers first, by p95 end-to-end saving; the others (with all=true) "
         "after them, each saying why not."
@@ -71,6 +76,9 @@ class AdviceResponse(BaseModel):
     until: datetime
     by: list[str]
     min_requests: int = Field(description="Groups with fewer requests are listed under small_groups.")
+    price_data: str | None = Field(
+        description="The price data costs come from (offline); null: none installed."
+    )
     method: list[str] = Field(description="How every estimate is made (docs/advice.md has the details).")
     groups: list[AdviceGroup] = Field(description="By request count, largest first.")
     small_groups: list[SmallGroup] = Field(description="Groups below min_requests (not advised on).")

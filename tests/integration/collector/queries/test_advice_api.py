@@ -109,13 +109,27 @@ def test_slow_connections_get_network_reuse(every_lever) -> None:
 
 
 def test_slower_model_of_a_route_switches_to_the_faster_one(every_lever) -> None:
-    # /answer on m-slow (30 ms a token, outputs 80/100/120 ten each): e2e 100 + (out − 1) × 30 →
-    # 2470, 3070, 3670: p50 [15] = 3070, p95 [28] = 3670. On m-fast (10 ms a token; 7, 7, 6 rows):
+    # /answer on gpt-4o (30 ms a token, outputs 80/100/120 ten each): e2e 100 + (out − 1) × 30 →
+    # 2470, 3070, 3670: p50 [15] = 3070, p95 [28] = 3670. On gpt-4o-mini (10 ms a token; 7, 7, 6 rows):
     # 890, 1090, 1290: p50 [10] = 1090, p95 [19] = 1290. TTFT is 100 ms on both.
-    top = every_lever[("POST /answer", "m-slow")]["levers"][0]
+    top = every_lever[("POST /answer", "gpt-4o")]["levers"][0]
     assert (top["lever"], top["recommended"]) == ("switch_model", True)
     assert ms(top["change"]) == (-1980, -2380, 0, 0)
-    assert top["evidence"]["alternative"] == "m-fast at p-b" and top["confidence"] == "medium"
+    assert top["evidence"]["alternative"] == "gpt-4o-mini at openai" and top["confidence"] == "medium"
+    # Cost side by side (genai-prices' bundled data), for the mean request: 500 input tokens, none
+    # cached; outputs 100 on gpt-4o ((80 + 100 + 120) / 3) and 99 on gpt-4o-mini
+    # ((7 × 80 + 7 × 100 + 6 × 120) / 20). gpt-4o: $2.50 / M input, $10 / M output →
+    # 500 × 2.5e-6 + 100 × 10e-6 = $0.00225; gpt-4o-mini: $0.15 and $0.60 / M →
+    # 500 × 0.15e-6 + 99 × 0.6e-6 = $0.0001344.
+    assert top["evidence"]["cost_per_request_usd"] == pytest.approx(0.00225)
+    assert top["evidence"]["alternative_cost_per_request_usd"] == pytest.approx(0.0001344)
+    assert every_lever[("POST /answer", "gpt-4o")]["cost_per_request_usd"] == pytest.approx(0.00225)
+
+
+def test_models_without_a_price_say_so(seeded, every_lever) -> None:
+    story = every_lever[("POST /story", "m-writer")]
+    assert story["cost_per_request_usd"] is None and story["priced_requests"] == 40
+    assert get(seeded).json()["price_data"].startswith("genai-prices ")
 
 
 def test_serial_tool_calls_run_at_once(every_lever) -> None:
@@ -142,13 +156,13 @@ def test_serial_tool_calls_run_at_once(every_lever) -> None:
         # 20 tokens every time
         (("POST /summarize", "m-reader"), "shorten_outputs", "outputs are even (p95 20 tokens, p50 20"),
         # 80/100/120 tokens: p95 120 < 1.5 × 100
-        (("POST /answer", "m-fast"), "shorten_outputs", "outputs are even (p95 120 tokens, p50 100"),
+        (("POST /answer", "gpt-4o-mini"), "shorten_outputs", "outputs are even (p95 120 tokens, p50 100"),
         # prefill 40 × 40 ms of 164 200 ms
         (("POST /story", "m-writer"), "prefix_caching", "prefill is 1% of end-to-end time (below 20%)"),
         # queue 40 × 30 ms of 12 800 ms
         (("POST /summarize", "m-reader"), "queue_alternative", "queue is 9% of end-to-end time"),
         (("POST /classify", "m-quick"), "network_reuse", "network time is even across requests"),
-        (("POST /answer", "m-fast"), "switch_model", "no other model with 20+ requests on this route"),
+        (("POST /answer", "gpt-4o-mini"), "switch_model", "no other model with 20+ requests on this route"),
         (("POST /chat", "m-busy"), "switch_model", "no other model with 20+ requests on this route"),
         (("POST /story", "m-writer"), "parallel_calls", "tool and retrieval calls are 0% of end-to-end time"),
     ],
@@ -170,8 +184,8 @@ def test_default_lists_recommended_levers_only_and_small_groups_apart(seeded) ->
     assert all(item["recommended"] for g in body["groups"] for item in g["levers"])
     assert sorted((s["key"]["route"], s["key"]["model"], s["count"]) for s in body["small_groups"]) == [
         ("POST /agent", "m-agent", 30),
-        ("POST /answer", "m-fast", 20),
-        ("POST /answer", "m-slow", 30),
+        ("POST /answer", "gpt-4o", 30),
+        ("POST /answer", "gpt-4o-mini", 20),
         ("POST /classify", "m-quick", 30),
         ("POST /lookup", "m-quick", 30),
     ]
@@ -212,7 +226,7 @@ PLANTED = {
     "cache_prefix": (("POST /summarize", "m-reader"), "prefix_caching"),
     "move_queue": (("POST /chat", "m-busy"), "queue_alternative"),
     "reuse_connections": (("POST /lookup", "m-quick"), "network_reuse"),
-    "switch_model": (("POST /answer", "m-slow"), "switch_model"),
+    "switch_model": (("POST /answer", "gpt-4o"), "switch_model"),
     "parallel_tools": (("POST /agent", "m-agent"), "parallel_calls"),
 }
 

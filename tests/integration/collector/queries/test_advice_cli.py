@@ -38,6 +38,10 @@ def test_table_at_80_columns_ranks_the_planted_levers(seeded, capsys, columns_80
     story = out[out.index("POST /story / m-writer") :]
     assert story.startswith("POST /story / m-writer: 40 requests, decode is 97% of end-to-end time")
     assert "now (ms): e2e p50 2105.0, p95 10105.0; TTFT p50 115.0, p95 115.0" in story
+    assert "cost per request: no price" in story  # m-writer is no model the price data knows
+    # gpt-4o's mean request: 500 × $2.50 / M + 100 × $10 / M (test_advice_api.py works it out)
+    assert "cost per request: $0.00225" in out[out.index("POST /answer / gpt-4o:") :]
+    assert "Costs: genai-prices " in out
     row = next(line for line in story.splitlines() if line.lstrip().startswith("1  shorten_outputs"))
     assert row.split() == ["1", "shorten_outputs", "+0.0", "-8000.0", "+0.0", "+0.0", "medium"]
     assert "1. Shorten or cap long outputs: cap outputs at 200 tokens (p50; p95 is 1000)" in story
@@ -46,8 +50,8 @@ def test_table_at_80_columns_ranks_the_planted_levers(seeded, capsys, columns_80
     row = next(line for line in summarize.splitlines() if line.lstrip().startswith("1  prefix_caching"))
     assert row.split() == ["1", "prefix_caching", "-150.0", "-150.0", "-150.0", "-150.0", "medium"]
     assert "prefill per 1k uncached tokens 50.0 ms" in " ".join(summarize.split())
-    # /answer on m-fast has nothing worth 5 % of p95
-    fast = out[out.index("POST /answer / m-fast") :]
+    # /answer on gpt-4o-mini has nothing worth 5 % of p95
+    fast = out[out.index("POST /answer / gpt-4o-mini") :]
     assert "No lever cuts p95 by 5 % or more." in fast.split("\n\n")[0] + fast
 
 

@@ -107,13 +107,22 @@ def test_page_ranks_each_groups_levers_with_the_computed_change(page_at) -> None
         ("POST /summarize · m-reader", "prefix_caching", "−150 ms"),
         ("POST /chat · m-busy", "queue_alternative", "−2.00 s"),
         ("POST /lookup · m-quick", "network_reuse", "−340 ms"),
-        ("POST /answer · m-slow", "switch_model", "−2.38 s"),
+        ("POST /answer · gpt-4o", "switch_model", "−2.38 s"),
         ("POST /agent · m-agent", "parallel_calls", "−100 ms"),
     ]:
         top = group(page, name).locator("ol.levers > li").first
         assert top.get_attribute("data-lever") == lever
         assert top.locator('tr[data-metric="e2e_p95"] .change').text_content() == change
-    assert group(page, "POST /answer · m-fast").locator(".no-lever").count() == 1
+    assert group(page, "POST /answer · gpt-4o-mini").locator(".no-lever").count() == 1
+    # costs as tests/integration/collector/queries/test_advice_api.py works them out
+    assert (
+        group(page, "POST /answer · gpt-4o").locator(".cost").text_content() == "Cost per request: $0.00225"
+    )
+    assert story.locator(".cost").text_content() == "Cost per request: no price"
+    switch = group(page, "POST /answer · gpt-4o").locator("ol.levers > li").first
+    assert (
+        switch.locator('dd[data-evidence="alternative_cost_per_request_usd"]').text_content() == "$0.0001344"
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"advice-{page_at.name}.png"), full_page=True)
     assert fits(page, "section.advice-group, section.advice-group *:not(table *)", page_at.width) == []

@@ -18,7 +18,14 @@ function signed(ns) {
 }
 
 // An evidence value for people: ns as a duration, shares as percentages, counts with separators.
+function usd(value) {
+  if (value === null || value === undefined) return "no price";
+  const text = Number(value).toPrecision(4);
+  return `$${text.includes(".") && !text.includes("e") ? text.replace(/0+$/, "").replace(/\.$/, "") : text}`;
+}
+
 function evidenceValue(name, value) {
+  if (name.endsWith("_usd")) return usd(value);
   if (value === null || value === undefined) return "—";
   if (name.endsWith("_ns") && typeof value === "number") return dur(value);
   if (name.endsWith("share") && typeof value === "number") return pct(value, 1);
@@ -62,6 +69,7 @@ function groupSection(group) {
   return h("section", { class: "advice-group", "data-group": name },
     h("h2", { text: name }),
     h("p", { class: "muted", text: `${num(group.count)} requests · ${group.dominant} is ${pct(group.dominant_share)} of end-to-end time · end-to-end p50 ${dur(group.e2e_ns.p50)}, p95 ${dur(group.e2e_ns.p95)} · TTFT p50 ${dur(group.ttft_ns.p50)}, p95 ${dur(group.ttft_ns.p95)}` }),
+    h("p", { class: "muted cost", text: `Cost per request: ${usd(group.cost_per_request_usd)}` }),
     recommended.length
       ? h("ol", { class: "levers", style: PLAIN_LIST }, recommended.map((lever, i) => leverItem(group, lever, i + 1)))
       : h("p", { class: "notice no-lever", text: "No lever cuts p95 by 5 % or more for this group." }),
