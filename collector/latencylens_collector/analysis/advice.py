@@ -704,8 +704,10 @@ def judge(plan: GroupPlan, after: Mapping[str, tuple[Percentiles, Percentiles]])
         recommended = best >= MIN_SAVING_SHARE
         if recommended:
             summary = f"{lever.action}: {_effect(change)}"
+        elif best > 0:
+            summary = f"{lever.action} would cut p95 by {best:.1%} only ({_effect(change)})"
         else:
-            summary = f"{lever.action} would cut p95 by {_pct(max(best, 0.0))} only ({_effect(change)})"
+            summary = f"{lever.action} would not cut p95 end-to-end time or TTFT"
         verdicts.append(
             LeverAdvice(
                 lever.lever,
