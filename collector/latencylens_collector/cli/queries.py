@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from latencylens_collector.analysis.attribution import (
+    APP_OTHER,
     APPLICATION_COMPONENTS,
     COMPONENTS,
     DECODE,
@@ -23,6 +24,7 @@ from latencylens_collector.analysis.attribution import (
     QUEUE,
     SERVER_OTHER,
 )
+from latencylens_collector.analysis.vocabulary import APPLICATION, PART_LABELS, label
 from latencylens_collector.cli import replay as replay_cli
 from latencylens_collector.cli.errors import FAILED, USAGE, CliError
 from latencylens_collector.cli.http import ServiceClient, add_client_options
@@ -43,23 +45,22 @@ TRACE_ID_LENGTH: Final = 32
 _HEX = re.compile(r"^[0-9a-fA-F]{1,32}$")
 TIME_HELP: Final = "1h, 30m, 2d (ago), ISO-8601 or unix seconds"
 SLOW_COLUMNS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
-    ("app", APPLICATION_COMPONENTS),
-    ("network", (NETWORK,)),
-    ("queue", (QUEUE,)),
-    ("prefill", (PREFILL,)),
-    ("decode", (DECODE,)),
-    ("inference", (INFERENCE,)),
-    ("server other", (SERVER_OTHER,)),
-    ("unattributed", (MODEL_UNATTRIBUTED,)),
+    (APPLICATION.label, APPLICATION_COMPONENTS),
+    *((PART_LABELS[name], (name,)) for name in (NETWORK, QUEUE, PREFILL, DECODE, INFERENCE, SERVER_OTHER)),
+    (PART_LABELS[MODEL_UNATTRIBUTED], (MODEL_UNATTRIBUTED,)),
 )
-"""Columns of ``slow`` after e2e: (header, components summed into it)."""
-OPTIONAL_SLOW_COLUMNS: Final = frozenset({"inference", "server other"})
+"""Columns of ``slow`` after e2e: (header, components summed into it); headers are the labels of
+analysis/vocabulary.py, as in the web UI and the dashboards."""
+OPTIONAL_SLOW_COLUMNS: Final = frozenset({PART_LABELS[INFERENCE], PART_LABELS[SERVER_OTHER]})
 """Shown only when a listed request has them: only providers that do not split prefill from
 decode report them."""
-SLOW_NOTE: Final = "app = retrieval + tool + other application time; unattributed = model time not split"
+SLOW_NOTE: Final = (
+    f"{APPLICATION.label} = retrieval + tool + {PART_LABELS[APP_OTHER]}; "
+    f"{PART_LABELS[MODEL_UNATTRIBUTED]} = model time not split"
+)
 UNSPLIT_NOTE: Final = (
-    "inference = prefill + decode, not split by the provider; "
-    "server other = its server time outside queue and inference"
+    f"{PART_LABELS[INFERENCE]} = prefill + decode, not split by the provider; "
+    f"{PART_LABELS[SERVER_OTHER]} = its server time outside queue and inference"
 )
 
 
@@ -278,7 +279,7 @@ def explanation_text(detail: Mapping[str, Any], columns: int | None = None) -> s
     # The components this request has, as in the web UI's breakdown: all ten are rarely there.
     busy = detail.get("busy") or {}
     shown = [name for name in COMPONENTS if detail["parts"].get(name, 0) or busy.get(name, 0)]
-    parts = Table("Critical path (ms)", [Column(name, numeric=True) for name in ("e2e", *shown)])
+    parts = Table("Critical path (ms)", [Column(label(name), numeric=True) for name in ("e2e", *shown)])
     parts.add(ms(detail["e2e_ns"]), *(ms(detail["parts"].get(name, 0)) for name in shown))
     lines += [render(parts, limit), ""]
     spans = Table(
@@ -367,7 +368,7 @@ def stats_text(body: Mapping[str, Any], columns: int | None = None) -> str:
             ms(group["e2e_ns"]["p99"]),
             ms(group["ttft_ns"]["p95"]),
             ms(group["itl_ns"]["p95"]),
-            ", ".join(f"{name} {percent(c['share'])}" for name, c in shares if c["share"]) or MISSING,
+            ", ".join(f"{label(name)} {percent(c['share'])}" for name, c in shares if c["share"]) or MISSING,
             MISSING if rate is None else f"{rate:.0f}",
             percent(group["cached_token_ratio"]),
         )

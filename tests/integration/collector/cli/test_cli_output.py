@@ -58,27 +58,26 @@ def test_slow(loaded: Loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
 1  shop / POST /chat               llama-3.3-70b-versatile  2000.0  600.0
 2  support-assistant / POST /chat  m-small                  1000.0  300.0
 
-#  network  queue  prefill  decode  unattributed
-─  ───────  ─────  ───────  ──────  ────────────
-1    460.0  100.0     40.0   800.0           0.0
-2    230.0   50.0     20.0   400.0           0.0
-app = retrieval + tool + other application time; unattributed = model time not
-split
+#  network  queue  prefill  decode  model, unattributed
+─  ───────  ─────  ───────  ──────  ───────────────────
+1    460.0  100.0     40.0   800.0                  0.0
+2    230.0   50.0     20.0   400.0                  0.0
+app = retrieval + tool + app, other; model, unattributed = model time not split
 """
     )
     assert_within(narrow, 80)
     wide = output(["slow", "--url", loaded.url], 200, capsys, monkeypatch)
-    rule = "  ".join("─" * w for w in (32, 23, 30, 23, 6, 5, 7, 5, 7, 6, 12))
+    rule = "  ".join("─" * w for w in (32, 23, 30, 23, 6, 5, 7, 5, 7, 6, 19))
     assert wide == (
         "Slowest requests (ms on the critical path)\n\n"
         "trace id                          start                    service / name                  "
-        "model                       e2e    app  network  queue  prefill  decode  unattributed\n"
+        "model                       e2e    app  network  queue  prefill  decode  model, unattributed\n"
         f"{rule}\n"
         f"{SLOW_ID}  {start}  shop / POST /chat               "
-        "llama-3.3-70b-versatile  2000.0  600.0    460.0  100.0     40.0   800.0           0.0\n"
+        "llama-3.3-70b-versatile  2000.0  600.0    460.0  100.0     40.0   800.0                  0.0\n"
         f"{FAST_ID}  {start}  support-assistant / POST /chat  "
-        "m-small                  1000.0  300.0    230.0   50.0     20.0   400.0           0.0\n"
-        "app = retrieval + tool + other application time; unattributed = model time not split\n"
+        "m-small                  1000.0  300.0    230.0   50.0     20.0   400.0                  0.0\n"
+        "app = retrieval + tool + app, other; model, unattributed = model time not split\n"
     )
 
 
@@ -101,9 +100,9 @@ tokens: 500 in (100 cached) → 101 out
 
 Critical path (ms)
 
-   e2e  retrieval   tool  app_other  network  queue  prefill  decode
-──────  ─────────  ─────  ─────────  ───────  ─────  ───────  ──────
-2000.0      200.0  100.0      300.0    460.0  100.0     40.0   800.0
+   e2e  retrieval   tool  app, other  network  queue  prefill  decode
+──────  ─────────  ─────  ──────────  ───────  ─────  ───────  ──────
+2000.0      200.0  100.0       300.0    460.0  100.0     40.0   800.0
 
 Spans (ms; share = of the critical path)
 
@@ -140,7 +139,7 @@ def test_stats(loaded: Loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     request's 2000 ms reads 1996.5 and 1000 ms 998.2; TTFT 600 (300 × 2) → 599.8, 300 → 299.9; ITL
     (700 − 300) × 2 / 100 gaps = 8.0 and 4.0. tok/s: 101 tokens over 0.8 s of decode = 126.25 and
     over 0.4 s = 252.5 (rounded half to even). Cached 100 / 500 = 20%. Shares of 2000 ms: decode
-    800 = 40%, network 460 = 23%, app_other 300 = 15%."""
+    800 = 40%, network 460 = 23%, app, other 300 = 15%."""
     since, until = utc(loaded.start_ns - 3600 * S), utc(loaded.start_ns + 3600 * S)
     window = ["--since", since.replace(" UTC", "Z"), "--until", until.replace(" UTC", "Z")]
     argv = ["stats", "--by", "model", "--url", loaded.url, *window]
@@ -155,10 +154,10 @@ model                    n  e2e p50  e2e p95  e2e p99  ttft p95  itl p95
 llama-3.3-70b-versatile  1   1996.5   1996.5   1996.5     599.8      8.0
 m-small                  1    998.2    998.2    998.2     299.9      4.0
 
-model                    top shares                              tok/s  cached
-───────────────────────  ──────────────────────────────────────  ─────  ──────
-llama-3.3-70b-versatile  decode 40%, network 23%, app_other 15%    126     20%
-m-small                  decode 40%, network 23%, app_other 15%    252     20%
+model                    top shares                               tok/s  cached
+───────────────────────  ───────────────────────────────────────  ─────  ──────
+llama-3.3-70b-versatile  decode 40%, network 23%, app, other 15%    126     20%
+m-small                  decode 40%, network 23%, app, other 15%    252     20%
 share = the component's part of all time on the critical path
 """
     )
@@ -167,10 +166,10 @@ share = the component's part of all time on the critical path
         wide
         == f"""{title}
 
-model                    n  e2e p50  e2e p95  e2e p99  ttft p95  itl p95  top shares                              tok/s  cached
-───────────────────────  ─  ───────  ───────  ───────  ────────  ───────  ──────────────────────────────────────  ─────  ──────
-llama-3.3-70b-versatile  1   1996.5   1996.5   1996.5     599.8      8.0  decode 40%, network 23%, app_other 15%    126     20%
-m-small                  1    998.2    998.2    998.2     299.9      4.0  decode 40%, network 23%, app_other 15%    252     20%
+model                    n  e2e p50  e2e p95  e2e p99  ttft p95  itl p95  top shares                               tok/s  cached
+───────────────────────  ─  ───────  ───────  ───────  ────────  ───────  ───────────────────────────────────────  ─────  ──────
+llama-3.3-70b-versatile  1   1996.5   1996.5   1996.5     599.8      8.0  decode 40%, network 23%, app, other 15%    126     20%
+m-small                  1    998.2    998.2    998.2     299.9      4.0  decode 40%, network 23%, app, other 15%    252     20%
 share = the component's part of all time on the critical path
 """
     )
