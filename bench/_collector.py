@@ -34,6 +34,11 @@ class RunningCollector:
         the chdb library mapped from disk that join the RSS as code paths are first run."""
         return _status_kib(self.process.pid, "RssAnon") * 1024
 
+    def cpu_seconds(self) -> float:
+        """User and system CPU of the collector process (all its threads, chdb's included)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def peak_rss_bytes(self) -> int:
         return _status_kib(self.process.pid, "VmHWM") * 1024
 
@@ -60,9 +65,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(directory: Path, ready_timeout_s: float = 120.0) -> RunningCollector:
+def start(
+    directory: Path, ready_timeout_s: float = 120.0, env: dict[str, str] | None = None
+) -> RunningCollector:
     """A collector serving on a free port with its database, spool and metadata in ``directory``
-    (emptied first); returns once ``/readyz`` answers 200."""
+    (emptied first), ``env`` added to its environment; returns once ``/readyz`` answers 200."""
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     port = free_port()
@@ -72,6 +79,7 @@ def start(directory: Path, ready_timeout_s: float = 120.0) -> RunningCollector:
         "LATENCYLENS_SPOOL_DIR": str(directory / "spool"),
         "LATENCYLENS_METADATA_URL": f"sqlite:///{directory / 'metadata.db'}",
         "LATENCYLENS_SLO_EVAL_INTERVAL_S": "0",
+        **(env or {}),
     }
     command = [
         str(Path(sys.executable).with_name("latencylens")),

@@ -1,0 +1,108 @@
+"""Ingest by the engine (``ingest_path = engine``) against the Python path and an engine floor.
+
+Three measurements in one run, ratios between them (issue 18):
+
+* **Python path**: ``latencylens serve`` (subprocess, fresh chdb, spool on, default settings)
+  with :data:`SENDERS` then :data:`FEW_SENDERS` httpx senders posting the ingest benchmark's
+  bodies (500 LLM spans each, :mod:`bench._payloads`), each waiting for its answer;
+* **engine path**: the same with ``LATENCYLENS_INGEST_PATH=engine``;
+* **engine floor**: :mod:`bench._engine_floor`, one process inserting the same bodies through
+  the same SQL, :data:`FLOOR_BATCH_BODIES` per INSERT, with no HTTP, queue or Python per span.
+
+Per path: spans/s acknowledged, request p50/p99, the collector's CPU per span (its process, chdb's
+threads included, over the window) and its RSS at the end. Short windows by default
+(:data:`SECONDS`): the machine is shared, so read the ratios, which are taken in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from bench import _collector, _payloads
+from bench.ingest import MIB, _Load, _throughput
+
+SECONDS = float(os.environ.get("LATENCYLENS_BENCH_ENGINE_SECONDS") or 20.0)
+SENDERS = 32
+FEW_SENDERS = 8
+WARMUP_S = 4.0
+SETTLE_S = 2.0
+FLOOR_BATCH_BODIES = 16
+"""Bodies per floor INSERT: about what the writer gathers from 32 senders of one body each."""
+DIRECTORY = _collector.ROOT / ".latencylens" / "bench-ingest-engine"
+
+
+def floor() -> dict[str, float]:
+    command = [
+        sys.executable,
+        "-m",
+        "bench._engine_floor",
+        str(DIRECTORY / "floor"),
+        str(SECONDS),
+        str(FLOOR_BATCH_BODIES),
+    ]
+    out = subprocess.run(command, cwd=_collector.ROOT, check=True, capture_output=True, text=True).stdout
+    result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def path(name: str) -> dict[str, Any]:
+    """Both sender counts against one collector on ``ingest_path = name``."""
+    templates = _payloads.templates(8)
+    collector = _collector.start(DIRECTORY / name, env={"LATENCYLENS_INGEST_PATH": name})
+    out: dict[str, Any] = {}
+    try:
+        load = _Load(collector.url, templates, SENDERS)
+        load.start()
+        time.sleep(WARMUP_S)
+        for senders in (SENDERS, FEW_SENDERS):
+            if senders != load.active:
+                load.active = senders
+                time.sleep(SETTLE_S)
+            cpu = collector.cpu_seconds()
+            latencies, spans, elapsed = load.window(SECONDS)
+            figures = _throughput(latencies, spans, elapsed)
+            figures["cpu_us_per_span"] = (collector.cpu_seconds() - cpu) / max(1, spans) * 1e6
+            figures["rss_mib"] = collector.rss_bytes() / MIB
+            out[f"senders_{senders}"] = figures
+        load.stop()
+        out["refused"] = load.refused
+    finally:
+        collector.stop()
+    return out
+
+
+def run(report: Any) -> None:
+    engine_floor = floor()
+    report.add(
+        "engine floor: same bodies, same SQL, one process",
+        engine_floor["spans_per_s"],
+        "spans/s",
+        f"{int(engine_floor['spans']):,} spans in {engine_floor['seconds']:.0f} s, "
+        f"{FLOOR_BATCH_BODIES} bodies per INSERT; "
+        f"{engine_floor['cpu_s'] / engine_floor['spans'] * 1e6:.1f} µs CPU per span",
+    )
+    results = {name: path(name) for name in ("python", "engine")}
+    for senders in (SENDERS, FEW_SENDERS):
+        key = f"senders_{senders}"
+        python, engine = results["python"][key], results["engine"][key]
+        for name, figures in (("Python path", python), ("engine path", engine)):
+            ratio = figures["spans_per_s"] / python["spans_per_s"]
+            report.add(
+                f"{name}, {senders} senders",
+                figures["spans_per_s"],
+                "spans/s",
+                f"p50 / p99 {figures['p50_ms']:.0f} / {figures['p99_ms']:.0f} ms; "
+                f"{figures['cpu_us_per_span']:.1f} µs collector CPU per span; "
+                f"RSS {figures['rss_mib']:.0f} MiB; "
+                f"{ratio:.2f}× the Python path, "
+                f"{figures['spans_per_s'] / engine_floor['spans_per_s']:.0%} of the engine floor",
+                ratio=ratio,
+            )
+    for name, result in results.items():
+        if result["refused"]:
+            report.note(f"{name}: refused answers (status: count): {result['refused']}")
