@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from latencylens_collector.analysis.attribution import DECODE, NETWORK, PREFILL, QUEUE
+from latencylens_collector.analysis.costs import price_data_version, request_cost_usd
 from latencylens_collector.cli.errors import FAILED, USAGE, CliError
 from latencylens_collector.cli.http import ServiceClient, add_client_options
 from latencylens_collector.cli.output import (
@@ -44,6 +45,7 @@ from latencylens_collector.traffic import (
 )
 from latencylens_collector.traffic.mooncake import dump, read_mooncake, to_mooncake
 from latencylens_collector.traffic.runner import Progress
+from latencylens_collector.traffic.schedule import Plan
 from latencylens_collector.traffic.target import APIS
 
 INTERRUPTED: Final = 130
@@ -184,7 +186,7 @@ def _replay(args: argparse.Namespace) -> int:
     )
     show(
         f"  {sending.requests} requests, {sending.input_tokens} input tokens ({sending.cached_input_tokens} "
-        f"recorded as cached), {sending.output_tokens} output tokens; no cost estimate (no price table)"
+        f"recorded as cached), {sending.output_tokens} output tokens; {cost_estimate(the_plan, target)}"
     )
     progress = _send(the_plan, target, run_id, args, client)
     interrupted = progress.interrupted and progress.started < len(the_plan.arrivals)
@@ -197,6 +199,24 @@ def _replay(args: argparse.Namespace) -> int:
         show("  errors: " + ", ".join(f"{name} × {count}" for name, count in sorted(progress.errors.items())))
     show(f"compare: latencylens compare --replay {run_id}   (spans under service {service_name(run_id)})")
     return INTERRUPTED if interrupted else (FAILED if progress.failed == progress.finished else 0)
+
+
+def cost_estimate(the_plan: Plan, target: Target) -> str:
+    """What the plan costs at the target's prices (genai-prices' bundled data), or why unknown."""
+    costs = [
+        request_cost_usd(
+            target.provider_name,
+            target.model,
+            arrival.shape.input_tokens,
+            arrival.shape.cached_input_tokens,
+            arrival.shape.output_tokens,
+        )
+        for arrival in the_plan.arrivals
+    ]
+    if not costs or any(cost is None for cost in costs):
+        return f"no cost estimate (no price for {target.model} at {target.provider_name})"
+    total = sum(cost for cost in costs if cost is not None)
+    return f"about ${total:.4f} at {target.provider_name}'s prices ({price_data_version()})"
 
 
 def _shapes(args: argparse.Namespace, client: ServiceClient) -> list[RequestShape]:
@@ -221,7 +241,7 @@ def _shapes(args: argparse.Namespace, client: ServiceClient) -> list[RequestShap
 
 
 def _send(
-    the_plan: Any, target: Target, run_id: str, args: argparse.Namespace, client: ServiceClient
+    the_plan: Plan, target: Target, run_id: str, args: argparse.Namespace, client: ServiceClient
 ) -> Progress:
     import latencylens
     from latencylens_collector.traffic.runner import Runner
@@ -230,7 +250,12 @@ def _send(
     tracer_provider = latencylens.configure(
         service_name=service_name(run_id), endpoint=client.url, api_key=client.api_key, shutdown_timeout_s=10
     )
-    sender = Sender(target, run_id)
+    try:
+        sender = Sender(target, run_id)
+    except ImportError as exc:
+        raise CliError(
+            f"sending needs the {target.api} SDK: pip install {target.api} ({exc})", USAGE
+        ) from None
     reporter = _ProgressLine()
     progress = Runner(the_plan, sender.send, on_progress=reporter).run()
     reporter.done()
@@ -337,11 +362,16 @@ def comparison_table(body: dict[str, Any]) -> Table:
         row(f"{label}, mean (ms)", prod["parts_mean_ns"][part], rep["parts_mean_ns"][part])
     row("decode tokens/s p50", prod["decode_tokens_per_s_p50"], rep["decode_tokens_per_s_p50"], _number)
     row("output tokens/s (all)", prod["output_tokens_per_s"], rep["output_tokens_per_s"], _number)
+    row("cost (USD)", prod["cost_usd"], rep["cost_usd"], _dollars)
     slo = body["slo"]
     if any(slo.values()):
         row("good under the SLO", prod["good_share"], rep["good_share"], percent)
         row("goodput (good req/s)", prod["goodput_per_s"], rep["goodput_per_s"], _number)
     return table
+
+
+def _dollars(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.4f}"
 
 
 def _number(value: float | None) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from latencylens import semconv
 from latencylens_collector.analysis.attribution import COMPONENTS, DECODE, NETWORK, PREFILL, QUEUE
+from latencylens_collector.analysis.costs import request_cost_usd
 from latencylens_collector.queries.scope import RequestScope
 from latencylens_collector.storage.store import Store
 from latencylens_collector.traffic.responses import Distance, Percentiles, ReplayComparison, Side, Slo
@@ -32,8 +33,8 @@ PART_CHANGE_MIN_NS: Final = 2_000_000
 NAMED_PARTS: Final = (QUEUE, PREFILL, DECODE, NETWORK)
 ROW_FIELDS: Final = (
     "lower(hex(trace_id)) AS trace_hex, toUnixTimestamp64Nano(start_time) AS start_ns, e2e_ns, "
-    "ttft_ns, itl_ns, status_error, input_tokens, output_tokens, decode_tokens_per_second, "
-    + ", ".join(f"{name}_ns" for name in COMPONENTS)
+    "ttft_ns, itl_ns, status_error, input_tokens, output_tokens, cache_read_input_tokens, "
+    "decode_tokens_per_second, provider, model, " + ", ".join(f"{name}_ns" for name in COMPONENTS)
 )
 NS_PER_S: Final = 1_000_000_000
 MS: Final = 1_000_000
@@ -109,6 +110,7 @@ def side(rows: Sequence[Mapping[str, Any]], slo: Slo) -> Side:
     output_tokens = sum(int(r["output_tokens"] or 0) for r in rows)
     good = sum(1 for r in rows if is_good(r, slo))
     rates = [float(r["decode_tokens_per_second"]) for r in rows if r.get("decode_tokens_per_second")]
+    costs = [cost for cost in (row_cost(r) for r in rows) if cost is not None]
     return Side(
         requests=count,
         failed=sum(1 for r in rows if r["status_error"]),
@@ -127,6 +129,22 @@ def side(rows: Sequence[Mapping[str, Any]], slo: Slo) -> Side:
         good=good,
         good_share=good / count if count else None,
         goodput_per_s=good / wall_s if wall_s > 0 else None,
+        priced=len(costs),
+        cost_usd=round(sum(costs), 6) if costs else None,
+    )
+
+
+def row_cost(row: Mapping[str, Any]) -> float | None:
+    """US dollars of one request at its provider's and model's prices (genai-prices); None when
+    the price data does not know them (a self-hosted server)."""
+    if not row.get("model") or not row.get("provider"):
+        return None
+    return request_cost_usd(
+        str(row["provider"]),
+        str(row["model"]),
+        int(row.get("input_tokens") or 0),
+        int(row.get("cache_read_input_tokens") or 0),
+        int(row.get("output_tokens") or 0),
     )
 
 
@@ -228,6 +246,8 @@ def findings(
         if abs(change) >= PART_CHANGE_MIN_NS and abs(change) >= PART_CHANGE_RATIO * before:
             verb = "grew" if change > 0 else "shrank"
             lines.append(f"{part} {verb}: mean {_ms(before)} → {_ms(after)} per request")
+    if production.cost_usd is not None and replay.cost_usd is not None:
+        lines.append(f"cost: ${production.cost_usd:.4f} → ${replay.cost_usd:.4f} for the same requests")
     if slo_set and production.good_share is not None and replay.good_share is not None:
         lines.append(f"good requests under the SLO: {production.good_share:.0%} → {replay.good_share:.0%}")
     return lines
@@ -249,6 +269,7 @@ __all__ = [
     "ks_statistic",
     "percentiles",
     "quantile",
+    "row_cost",
     "run_traces",
     "side",
 ]

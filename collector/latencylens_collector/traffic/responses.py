@@ -59,6 +59,8 @@ class Side(BaseModel):
     good: int
     good_share: float | None
     goodput_per_s: float | None = Field(description="Good requests per second of wall span.")
+    priced: int = Field(description="Requests whose model and provider genai-prices knows.")
+    cost_usd: float | None = Field(description="US dollars of the priced requests; null when none is.")
 
 
 class Distance(BaseModel):

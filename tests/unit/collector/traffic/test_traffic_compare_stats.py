@@ -72,3 +72,20 @@ def test_failed_requests_are_never_good_and_wall_span_sets_the_rates() -> None:
     assert found.production.wall_s == pytest.approx(1.0)
     assert found.production.output_tokens_per_s == pytest.approx(40.0)
     assert found.production.failed == 1 and found.production.good == 1
+
+
+def test_cost_of_each_side_at_its_own_prices() -> None:
+    production = [
+        {**row(i, 100, 5), "provider": "openai", "model": "gpt-4o", "cache_read_input_tokens": 0}
+        for i in range(4)
+    ]
+    replay = [
+        {**row(i, 100, 5), "provider": "vllm", "model": "llama-local", "cache_read_input_tokens": 0}
+        for i in range(4)
+    ]
+    found = comparison("r", production, replay, Slo())
+    # gpt-4o in genai-prices: $2.50 per million input and $10 per million output tokens; each
+    # request has 100 in and 20 out: 100 * 2.5e-6 + 20 * 10e-6 = $0.00045, four of them $0.0018.
+    assert found.production.cost_usd == pytest.approx(0.0018)
+    assert found.production.priced == 4
+    assert found.replay.cost_usd is None and found.replay.priced == 0  # a self-hosted model has no price
