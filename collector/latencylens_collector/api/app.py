@@ -21,6 +21,7 @@ from latencylens_collector.api.errors import add_error_handlers
 from latencylens_collector.api.hosts import HostAllowList
 from latencylens_collector.api.lifespan import start_intake, stop_intake
 from latencylens_collector.api.routes import advice as advice_routes
+from latencylens_collector.api.routes import cache as cache_routes
 from latencylens_collector.api.routes import compare as compare_routes
 from latencylens_collector.api.routes import health, otlp, requests
 from latencylens_collector.api.routes import metrics as metrics_routes
@@ -87,6 +88,7 @@ def create_app(
     app.include_router(compare_routes.router)
     app.include_router(replay_routes.router)
     app.include_router(advice_routes.router)
+    app.include_router(cache_routes.router)
     app.include_router(slo_routes.router)
     app.include_router(health.router)
     app.include_router(metrics_routes.router)

@@ -26,6 +26,7 @@ from latencylens_collector.analysis.attribution import (
 )
 from latencylens_collector.analysis.vocabulary import APPLICATION, PART_LABELS, label
 from latencylens_collector.cli import replay as replay_cli
+from latencylens_collector.cli.cache import cache_text
 from latencylens_collector.cli.errors import FAILED, USAGE, CliError
 from latencylens_collector.cli.http import ServiceClient, add_client_options
 from latencylens_collector.cli.output import (
@@ -102,6 +103,7 @@ def register(sub: Any) -> None:
     stats.add_argument("--until", help="window end (default now)")
     stats.add_argument("--by", help="comma list of: service, route, model, provider")
     stats.add_argument("--bucket", choices=("1m", "5m", "1h", "1d"), help="time bucket")
+    stats.add_argument("--cache", action="store_true", help="cached and uncached requests apart")
     add_filter_options(stats)
     add_client_options(stats)
     stats.set_defaults(handler=_stats)
@@ -316,12 +318,24 @@ def explanation_text(detail: Mapping[str, Any], columns: int | None = None) -> s
 
 
 def _stats(args: argparse.Namespace) -> int:
+    if args.cache:
+        return _cache_stats(args)
     params = {"since": args.since, "until": args.until, "by": args.by, "bucket": args.bucket}
     body = ServiceClient.from_args(args).get("/api/stats", {**params, **_filters(args)})
     if args.json:
         show_json(body)
     else:
         show(stats_text(body))
+    return 0
+
+
+def _cache_stats(args: argparse.Namespace) -> int:
+    params = {"since": args.since, "until": args.until, "by": args.by, **_filters(args)}
+    body = ServiceClient.from_args(args).get("/api/stats/cache", params)
+    if args.json:
+        show_json(body)
+    else:
+        show(cache_text(body))
     return 0
 
 
