@@ -19,7 +19,8 @@ export function stackedBar(parts, { total, scale = 1, tall = false, format = dur
     const share = value / sum;
     const effective = share * scale;
     const shown = shares ? pct(share) : format(value);
-    // A phone's bar is a quarter of a laptop's: a label needs a larger share to fit.
+    // A phone's bar is a quarter of a laptop's: a label needs a larger share to fit. fitLabels()
+    // then shortens or drops any label the drawn segment still cannot hold.
     const room = window.matchMedia("(max-width: 700px)").matches ? 3.2 : 1;
     let label = "";
     if (effective >= (tall ? 0.1 : 0.2) * room) label = `${LABELS[name]} ${shown}`;
@@ -27,12 +28,23 @@ export function stackedBar(parts, { total, scale = 1, tall = false, format = dur
     bar.append(h("span", {
       class: `seg c-${name}`,
       "data-component": name,
+      "data-short": LABELS[name],
       title: `${LABELS[name]}: ${shown}${shares ? "" : ` (${pct(share)})`} — ${DESCRIPTIONS[name]}`,
       style: { width: `${share * 100}%` },
       text: label,
     }));
   }
   return bar;
+}
+
+// Labels on bars never show cut: once the page is laid out, a label wider than its segment becomes
+// the part's name alone (data-short), and if that does not fit either, nothing (the tooltip stays).
+// Reads are batched so a long table is laid out three times, not once per segment.
+export function fitLabels(root) {
+  const overflowing = (els) => els.filter((el) => el.textContent && el.scrollWidth > el.clientWidth + 1);
+  const shorten = overflowing([...root.querySelectorAll(".seg, .wf-bar > span")]);
+  for (const el of shorten) el.textContent = el.dataset.short && el.textContent !== el.dataset.short ? el.dataset.short : "";
+  for (const el of overflowing(shorten)) el.textContent = "";
 }
 
 // A small key for components that appear; most segments are labelled on the bar itself.

@@ -1,7 +1,7 @@
 // Overview: TTFT and end-to-end percentiles over time, decode rate, and where the time goes per
 // model and provider. All aggregation happens in the service (/api/stats); the page draws it.
 import { getJSON, getCapabilities, errorText } from "../api.js";
-import { lineChart, stackedBar, componentKey } from "../charts.js";
+import { fitLabels, lineChart, stackedBar, componentKey } from "../charts.js";
 import { COMPONENTS, PERCENTILES, metricLabel, metricMeaning } from "../components.js";
 import { h, mount } from "../dom.js";
 import { dur, num, pct, when } from "../format.js";
@@ -101,5 +101,6 @@ export async function render(root) {
       card("Requests", lineChart([{ name: "requests", points: buckets.map((g) => [Date.parse(g.bucket_start), g.count]) }], { format: (v) => num(v), title: "Requests per bucket" }))),
     h("h2", { text: "Where the time goes, by model and provider" }),
     (byModel.data.groups || []).length ? h("div", { class: "scroll" }, breakdown(byModel.data.groups)) : h("p", { class: "muted", text: "No requests in this window." }));
+  fitLabels(root);
   root.dataset.state = "ready";
 }

@@ -1,7 +1,7 @@
 // One request: the explanation, its breakdown with provenance, its key numbers, and a waterfall
 // of its spans on a time axis, coloured by component.
 import { getJSON, errorText } from "../api.js";
-import { stackedBar } from "../charts.js";
+import { fitLabels, stackedBar } from "../charts.js";
 import { COMPONENTS, DESCRIPTIONS, LABELS, MODEL_COMPONENTS, dominant, metricLabel, metricMeaning, spanComponent } from "../components.js";
 import { h, mount } from "../dom.js";
 import { attributeValue, dur, num, pct, tokens, when } from "../format.js";
@@ -29,7 +29,7 @@ const FIRST_CONTENT = "latencylens.stream.first_content_ns";
 // after it (decode, or the unsplit inference); the server's other time last.
 const CALL_ORDER = ["network", "queue", "prefill", "model_unattributed", "inference", "decode", "server_other"];
 // Where the README explains request roots (the hint for a request that has none).
-const ROOT_HINT = "README, “Instrumenting an app”: wrap the handler in @latencylens.request (or let a web framework's instrumentation make the root span)";
+const ROOT_HINT = "README, “Request roots”: wrap the handler in @latencylens.request (or let a web framework's instrumentation make the root span)";
 
 function flatten(spans, depth = 0, out = []) {
   for (const span of spans) {
@@ -235,5 +235,6 @@ export async function render(root, traceId) {
     h("p", { class: "muted", id: "spans-help", text: "Bars on the request's time axis, coloured by component; outlined bars are on the critical path. Model calls are split into their parts (network, queue, prefill and decode, or the inference of a provider that does not split them) in proportion" + (detail.model_calls === 1 ? "." : " only when the request made one call.") + " A thin dark line on a model call marks its first token (TTFT)." + " Click a span for its attributes." + (rows.some(({ span }) => span.attributes[SAME_CALL_AS]) ? " Grey hatched bars are spans of a model call another span counts: they own no time." : "") }),
     waterfallKey(modelSegments(detail)),
     waterfall(detail));
+  fitLabels(root);
   root.dataset.state = "ready";
 }

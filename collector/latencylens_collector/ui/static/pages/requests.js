@@ -1,7 +1,7 @@
 // Slow requests: filters (kept in the URL), a sortable table, each row a labelled stacked bar.
 // The server filters, orders by duration and limits; the browser only sorts the page it received.
 import { getJSON, getCapabilities, errorText } from "../api.js";
-import { stackedBar, componentKey } from "../charts.js";
+import { fitLabels, stackedBar, componentKey } from "../charts.js";
 import { COMPONENTS, LABELS, dominant } from "../components.js";
 import { h, mount } from "../dom.js";
 import { dur, tokens, when } from "../format.js";
@@ -11,7 +11,7 @@ const LIMITS = ["50", "100", "250", "1000"];
 const FILTERS = ["window", "service", "route", "model", "provider", "min_ms", "limit", "sort"];
 const DEFAULTS = { window: "24h", limit: "100", sort: "-e2e" };
 
-const ROOTLESS_HINT = "Its root span is a single step (or never arrived): an app without a request root makes every step its own request. Wrap the handler in @latencylens.request or let the web framework's instrumentation make the root (README, “Instrumenting an app”).";
+const ROOTLESS_HINT = "Its root span is a single step (or never arrived): an app without a request root makes every step its own request. Wrap the handler in @latencylens.request or let the web framework's instrumentation make the root (README, “Request roots”).";
 
 // A row whose root span is one step: its root never arrived, or the root's own time is not the
 // application's (a model call, retrieval or tool span at the top has no "app, other" time).
@@ -139,6 +139,7 @@ export async function render(root) {
       rows.length ? componentKey(present) : null,
       rows.length ? table(sortRows(rows, filters.sort), filters, (sort) => { filters = { ...filters, sort }; writeFilters(filters); draw(status); }) : null,
       nextCursor ? h("p", {}, h("button", { type: "button", class: "secondary", id: "more", text: "Load more", onclick: () => load(nextCursor) })) : null);
+    fitLabels(root);
     root.dataset.state = "ready";
   };
 
