@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BeforeValidator, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -26,24 +26,52 @@ from pydantic_settings.sources.utils import parse_env_vars
 
 ENV_PREFIX: Final = "LATENCYLENS_"
 DEFAULT_DATA_DIR: Final = Path(".latencylens") / "data"
-DEFAULT_METADATA_FILE: Final = Path(".latencylens") / "metadata.db"
+"""The data directory, relative to the working directory: chdb's files, the metadata database, the spool."""
+METADATA_FILE: Final = "metadata.db"
+"""The SQLite metadata database, in the data directory."""
+SPOOL_DIR: Final = "spool"
+"""The spool's parent, in the data directory (one spool per database: ``spool/<database>``)."""
+LEGACY_METADATA_FILE: Final = Path(".latencylens") / METADATA_FILE
+"""Where versions before the single data directory kept the metadata database (working directory)."""
 DEFAULT_DATABASE: Final = "latencylens"
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 4318
 DEFAULT_CONTENT_MAX_BYTES: Final = 16 * 1024
 SPOOL_OFF: Final = "off"
 CHDB_SCHEME: Final = "chdb://"
+CLICKHOUSE_SCHEMES: Final = frozenset({"http", "https", "clickhouse"})
+"""Schemes of a ClickHouse server's DSN (clickhouse-connect's HTTP interface)."""
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
+def default_data_dir(cwd: Path | None = None) -> Path:
+    """``<cwd>/.latencylens/data``, as an absolute path."""
+    return ((cwd or Path.cwd()) / DEFAULT_DATA_DIR).resolve()
+
+
 def default_dsn(cwd: Path | None = None) -> str:
-    """Embedded ClickHouse under ``<cwd>/.latencylens/data``, as an absolute path."""
-    return chdb_dsn((cwd or Path.cwd()) / DEFAULT_DATA_DIR)
+    """Embedded ClickHouse in the default data directory, as an absolute path."""
+    return chdb_dsn(default_data_dir(cwd))
 
 
-def default_metadata_url(cwd: Path | None = None) -> str:
-    """SQLite file ``<cwd>/.latencylens/metadata.db``, as an absolute path."""
-    return f"sqlite:///{((cwd or Path.cwd()) / DEFAULT_METADATA_FILE).resolve()}"
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path.resolve()}"
+
+
+def legacy_metadata_file(cwd: Path | None = None) -> Path:
+    """``<cwd>/.latencylens/metadata.db``: the metadata database of versions before the single
+    data directory, wherever their data was."""
+    return ((cwd or Path.cwd()) / LEGACY_METADATA_FILE).resolve()
+
+
+def default_metadata_url(data_dir: Path | None = None) -> str:
+    """SQLite file ``metadata.db`` in the data directory. A data directory from an earlier version
+    (the default one, or one holding chdb's files) without it keeps using the database at the older
+    location (:func:`legacy_metadata_file`) when there is one."""
+    data_dir = data_dir or default_data_dir()
+    new, legacy = data_dir / METADATA_FILE, legacy_metadata_file()
+    earlier = data_dir == default_data_dir() or (data_dir / "metadata").is_dir()
+    return sqlite_url(legacy if earlier and not new.exists() and legacy.is_file() else new)
 
 
 def chdb_dsn(path: Path | str) -> str:
@@ -60,10 +88,49 @@ def chdb_path(dsn: str) -> Path:
     return Path(dsn[len(CHDB_SCHEME) :])
 
 
-def default_spool_dir(dsn: str, database: str) -> Path:
-    """``spool/<database>`` next to the chdb data directory (``./.latencylens`` for a server)."""
+def legacy_spool_dir(dsn: str, database: str) -> Path:
+    """Where versions before the single data directory spooled: ``spool/<database>`` next to the
+    chdb directory (in ``./.latencylens`` for a server)."""
     base = chdb_path(dsn).parent if is_chdb(dsn) else (Path.cwd() / DEFAULT_DATA_DIR).parent
-    return base / "spool" / database
+    return base / SPOOL_DIR / database
+
+
+def default_spool_dir(dsn: str, database: str, data_dir: Path | None = None) -> Path:
+    """``spool/<database>`` in the data directory; a spool at the older location
+    (:func:`legacy_spool_dir`) that still holds batches is kept in use while the data directory
+    has none, so nothing it holds is stranded."""
+    new = (data_dir or default_data_dir()) / SPOOL_DIR / database
+    legacy = legacy_spool_dir(dsn, database)
+    return legacy if not new.exists() and _holds_batches(legacy) else new
+
+
+def _holds_batches(spool: Path) -> bool:
+    """Pending (``*.spool``) or failed batch files (the spool module's layout, read here by name)."""
+    try:
+        return any(spool.glob("*.spool")) or any((spool / "failed").glob("*"))
+    except OSError:
+        return False
+
+
+def legacy_locations(settings: Settings) -> list[str]:
+    """One line per part kept at its older location (see :func:`default_metadata_url` and
+    :func:`default_spool_dir`) rather than in the data directory, saying how to move it."""
+    lines = []
+    legacy_db = legacy_metadata_file()
+    new_db = (settings.data_dir / METADATA_FILE).resolve()
+    if settings.metadata_url == sqlite_url(legacy_db) and legacy_db != new_db:
+        lines.append(
+            f"metadata database kept at {legacy_db}, where earlier versions put it; to keep it in the "
+            f"data directory, stop the service and move it to {new_db}"
+        )
+    legacy_spool = legacy_spool_dir(settings.clickhouse_dsn, settings.database).resolve()
+    new_spool = (settings.data_dir / SPOOL_DIR / settings.database).resolve()
+    if settings.spool_dir == legacy_spool and legacy_spool != new_spool:
+        lines.append(
+            f"spool kept at {legacy_spool}, where earlier versions put it, until its batches are "
+            f"written; later starts use {new_spool}"
+        )
+    return lines
 
 
 def redact_dsn(dsn: str) -> str:
@@ -113,10 +180,17 @@ class Settings(BaseSettings):
         env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="forbid", frozen=True
     )
 
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="The data directory: the embedded ClickHouse's files, the metadata database "
+        "(``metadata.db``) and the spool (``spool/<database>``), unless each is set apart. Default: the "
+        "chdb directory of ``clickhouse_dsn``, else ``./.latencylens/data``.",
+    )
     clickhouse_dsn: str = Field(
-        default_factory=default_dsn,
+        "",
+        validate_default=True,
         description="Where spans are stored: ``chdb:///abs/dir`` (embedded, a relative directory is made "
-        "absolute) or ``http(s)://user:pass@host:8123/db``. Default: ``./.latencylens/data``.",
+        "absolute) or ``http(s)://user:pass@host:8123/db``. Default: embedded, in ``data_dir``.",
     )
     database: str = Field(DEFAULT_DATABASE, description="ClickHouse database holding LatencyLens's tables.")
     host: str = Field(DEFAULT_HOST, description="Interface the collector listens on.")
@@ -132,7 +206,7 @@ class Settings(BaseSettings):
         None,
         validate_default=True,
         description="Directory of accepted batches waiting for ClickHouse; ``off`` disables the spool. "
-        "Default: ``spool/<database>`` next to the chdb data directory.",
+        "Default: ``spool/<database>`` in the data directory.",
     )
     max_spool_bytes: Integer = Field(
         1024 * 1024 * 1024,
@@ -197,9 +271,10 @@ class Settings(BaseSettings):
         "with a marker.",
     )
     metadata_url: str = Field(
-        default_factory=default_metadata_url,
+        "",
+        validate_default=True,
         description="SQLAlchemy URL of the metadata database (SLOs, API keys). Default: SQLite file "
-        "``./.latencylens/metadata.db``.",
+        "``metadata.db`` in the data directory.",
     )
     slo_file: str | None = Field(
         None, description="YAML file of SLO definitions loaded (upserted) at start-up."
@@ -279,6 +354,11 @@ class Settings(BaseSettings):
         description="Open HTTP connections; one more is answered 503 and closed at once (also kept "
         "below the process's open-file limit).",
     )
+    access_log: bool = Field(
+        False,
+        description="``true`` logs every HTTP request (each OTLP export too) at INFO; by default only "
+        "problems are logged.",
+    )
     metrics_top_series: Integer = Field(
         50,
         description="Per project, the (service, model) pairs with the most requests that get series of "
@@ -308,10 +388,40 @@ class Settings(BaseSettings):
         environ = _ENVIRON.get()
         return init_settings, env_settings if environ is None else _MappingSource(settings_cls, environ)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _data_dir_of_chdb(cls, values: Any) -> Any:
+        # Given only an embedded DSN, its directory is the data directory.
+        if isinstance(values, dict) and not values.get("data_dir"):
+            dsn = str(values.get("clickhouse_dsn") or "")
+            if is_chdb(dsn):
+                return {**values, "data_dir": chdb_path(dsn)}
+        return values
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute_data_dir(cls, path: Path) -> Path:
+        return Path(path).expanduser().resolve()
+
     @field_validator("clickhouse_dsn")
     @classmethod
-    def _absolute_chdb_directory(cls, dsn: str) -> str:
-        return chdb_dsn(chdb_path(dsn)) if is_chdb(dsn) else dsn
+    def _absolute_chdb_directory(cls, dsn: str, info: ValidationInfo) -> str:
+        if not dsn:
+            return chdb_dsn(info.data.get("data_dir") or default_data_dir())
+        if is_chdb(dsn):
+            return chdb_dsn(chdb_path(dsn))
+        scheme = dsn.partition("://")[0].lower() if "://" in dsn else ""
+        if scheme not in CLICKHOUSE_SCHEMES:
+            raise ValueError(
+                f"{redact_dsn(dsn)!r} is not a ClickHouse DSN ({env_var('clickhouse_dsn')}, --dsn): use "
+                "chdb:///abs/dir (embedded) or http(s)://user:password@host:8123 (a ClickHouse server)"
+            )
+        return dsn
+
+    @field_validator("metadata_url")
+    @classmethod
+    def _metadata_location(cls, url: str, info: ValidationInfo) -> str:
+        return url or default_metadata_url(info.data.get("data_dir"))
 
     @field_validator("database", "clickhouse_cluster")
     @classmethod
@@ -330,7 +440,7 @@ class Settings(BaseSettings):
         dsn, database = info.data.get("clickhouse_dsn"), info.data.get("database")
         if dsn is None or database is None:
             return None  # their own errors are reported
-        return default_spool_dir(dsn, database).resolve()
+        return default_spool_dir(dsn, database, info.data.get("data_dir")).resolve()
 
     @field_validator("public_url")
     @classmethod

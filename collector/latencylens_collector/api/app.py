@@ -16,6 +16,7 @@ from opentelemetry import context as otel_context
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from latencylens_collector import __version__, ui
+from latencylens_collector.api import docs
 from latencylens_collector.api.deps import app_key_store
 from latencylens_collector.api.errors import add_error_handlers
 from latencylens_collector.api.hosts import HostAllowList
@@ -73,6 +74,8 @@ def create_app(
         description="Receives OTLP traces and answers: where did the time go in this LLM request?",
         version=__version__,
         lifespan=lifespan,
+        docs_url=None,  # served by api.docs from the installed bundle, not a CDN
+        redoc_url=None,
         **_no_self_telemetry(),
     )
     app.add_middleware(SuppressInstrumentation)
@@ -93,6 +96,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics_routes.router)
     app.include_router(ui.router)
+    app.include_router(docs.router)
     app.add_exception_handler(StorageError, _storage_error)
     add_error_handlers(app)
     return app

@@ -13,6 +13,7 @@ import resource
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Final
 
 import uvicorn
@@ -67,6 +68,7 @@ def uvicorn_config(app: FastAPI, settings: Settings, log_level: str = "info") ->
         host=settings.host,
         port=settings.port,
         log_level=log_level,
+        access_log=settings.access_log,  # one line per OTLP export drowns everything else
         lifespan="on",
         http=GuardedH11Protocol.configured(settings.header_timeout_s, limit),
         timeout_keep_alive=settings.keep_alive_timeout_s,
@@ -87,15 +89,43 @@ def limit_repeated_logs(root_handler: bool = False) -> tuple[logs.RepeatFilter, 
     return repeat, logs.install(repeat)
 
 
-def run_server(settings: Settings, log_level: str = "info") -> None:
-    """Serve in the foreground until interrupted (``latencylens serve``)."""
+def run_server(
+    settings: Settings,
+    log_level: str = "info",
+    sock: socket.socket | None = None,
+    on_started: Callable[[str], None] | None = None,
+) -> None:
+    """Serve in the foreground until interrupted (``latencylens serve``), on ``sock`` when given
+    (already bound, so a busy port was reported before); ``on_started`` is called with the OTLP/gRPC
+    receiver's status once the app has started and the socket listens."""
     raise_open_file_limit(settings.max_connections + FD_RESERVE)
-    config = uvicorn_config(create_app(settings), settings, log_level)  # configures logging
+    app = create_app(settings)
+    config = uvicorn_config(app, settings, log_level)  # configures logging
     repeat, handlers = limit_repeated_logs(root_handler=True)
     try:
-        uvicorn.Server(config).run()
+        _Server(config, lambda: on_started(grpc_status(app)) if on_started else None).run(
+            sockets=[sock] if sock is not None else None
+        )
     finally:
         logs.uninstall(repeat, handlers)
+
+
+def grpc_status(app: FastAPI) -> str:
+    """The OTLP/gRPC receiver as :func:`~latencylens_collector.api.lifespan.start_intake` left it."""
+    return str(getattr(app.state, "grpc_status", "not started"))
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, calling ``on_started`` once start-up succeeded and it listens."""
+
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and not self.should_exit:
+            self._on_started()
 
 
 class ServiceThread:
@@ -109,10 +139,16 @@ class ServiceThread:
         self._thread: threading.Thread | None = None
         self._log_limit: tuple[logs.RepeatFilter, list[logging.Handler]] | None = None
         self.port = settings.port
+        self.app: FastAPI | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.settings.host}:{self.port}"
+
+    @property
+    def grpc_status(self) -> str:
+        """The OTLP/gRPC receiver: ``listening on HOST:PORT``, ``disabled`` or why it is not listening."""
+        return grpc_status(self.app) if self.app is not None else "not started"
 
     def start(self, timeout_s: float = 30.0) -> ServiceThread:
         """Listen, then serve in a thread; returns once the app has started (migrations applied).
@@ -127,7 +163,7 @@ class ServiceThread:
             sock.close()
             raise RuntimeError(f"cannot listen on {self.settings.host}:{self.settings.port}: {exc}") from exc
         self.port = sock.getsockname()[1]
-        app = create_app(self.settings, self.store)
+        self.app = app = create_app(self.settings, self.store)
         config = uvicorn_config(app, self.settings, self._log_level)
         self._log_limit = limit_repeated_logs()
         self._server = uvicorn.Server(config)

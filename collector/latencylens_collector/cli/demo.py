@@ -7,7 +7,8 @@ import importlib
 from typing import Any
 
 from latencylens_collector.cli.errors import USAGE, CliError
-from latencylens_collector.settings import DEFAULT_PORT
+from latencylens_collector.cli.serve import DEFAULT_GRPC_PORT, grpc_options
+from latencylens_collector.settings import DEFAULT_DATA_DIR, DEFAULT_PORT, env_var
 
 
 def register(sub: Any) -> None:
@@ -22,8 +23,21 @@ def register(sub: Any) -> None:
     demo.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"collector port (default {DEFAULT_PORT})"
     )
-    demo.add_argument("--data-dir", help="directory for the embedded database (default ./.latencylens/data)")
+    grpc_options(demo, default_port=f"{DEFAULT_GRPC_PORT} with the default --port, else a free one")
+    demo.add_argument(
+        "--data-dir",
+        help="data directory: the embedded ClickHouse, the metadata database and the spool "
+        f"(env {env_var('data_dir')}; default ./{DEFAULT_DATA_DIR.as_posix()})",
+    )
     demo.set_defaults(handler=_demo)
+
+
+def demo_grpc_port(args: argparse.Namespace) -> int:
+    """The gRPC port the demo asks for: as given; else OTLP's 4317 beside the default HTTP port,
+    and a free one beside any other, so a second demo on another ``--port`` never collides."""
+    if args.grpc_port is not None:
+        return int(args.grpc_port)
+    return int(DEFAULT_GRPC_PORT) if args.port == DEFAULT_PORT else 0
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -36,6 +50,16 @@ def _demo(args: argparse.Namespace) -> int:
             f"the demo needs a package that is not installed: {exc.name} (pip install 'latencylens[demo]')",
             USAGE,
         ) from None
+    from latencylens_collector.cli import startup
     from latencylens_collector.cli.queries import print_requests
 
-    return int(demo.main(args, print_requests) or 0)
+    settings = startup.settings_or_exit(
+        data_dir=args.data_dir,
+        port=args.port,
+        grpc_port=demo_grpc_port(args),
+        grpc_enabled=False if args.no_grpc else None,
+    )
+    startup.check_writable(startup.writable_directories(settings))
+    startup.claim_storage(settings)
+    startup.check_grpc_port(settings)
+    return int(demo.main(args, print_requests, settings) or 0)

@@ -11,7 +11,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -36,20 +35,22 @@ RenderRequests = Callable[[Sequence[Mapping[str, Any]], Console], None]
 """Prints request summaries (the query API's JSON) on a console: the command line's table."""
 
 
-def main(args: argparse.Namespace, render_requests: RenderRequests) -> int:
+def main(args: argparse.Namespace, render_requests: RenderRequests, settings: Settings | None = None) -> int:
     """Run the demo; ``render_requests`` shows its slowest requests (the command line passes its
-    table, so the demo needs nothing from the command line)."""
+    table, so the demo needs nothing from the command line). ``settings``: the collector's, checked
+    by the command line (default: ``args.data_dir`` and ``args.port``)."""
     console = Console()
-    data_dir = Path(args.data_dir or ".latencylens/data").resolve()
-    settings = Settings(clickhouse_dsn=f"chdb://{data_dir}", port=args.port)
-    console.print(f"[bold]LatencyLens demo[/bold]: storage in {data_dir} (embedded ClickHouse)")
+    if settings is None:
+        settings = Settings(data_dir=args.data_dir, port=args.port)
+    console.print(f"[bold]LatencyLens demo[/bold]: data in {settings.data_dir} (embedded ClickHouse)")
     try:
         service = ServiceThread(settings).start()
     except (RuntimeError, TimeoutError) as error:
         console.print(f"[red]Could not start the service:[/red] {error}. Try --port.")
         return 1
     url = service.url
-    console.print(f"Service listening on {url}  (OTLP/HTTP at {url}/v1/traces)")
+    grpc = service.grpc_status.removeprefix("listening on ")
+    console.print(f"Service listening on {url}  (OTLP/HTTP at {url}/v1/traces, OTLP/gRPC {grpc})")
 
     tracer_provider = latencylens.configure(service_name="demo-chat", endpoint=url)
     started_at = time.time()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -76,7 +77,7 @@ class ProviderSimulator:
     def __init__(self, policy: TimingPolicy, port: int = 0, prefix: str = "/openai/v1") -> None:
         self.policy = policy
         self.prefix = prefix.rstrip("/")
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self._server = _QuietServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="provider-sim", daemon=True)
 
@@ -98,6 +99,16 @@ class ProviderSimulator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-answer (an abandoned stream, a stopped demo) is its own business:
+    no traceback. Any other error in a handler is still printed."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _completion_id() -> str:

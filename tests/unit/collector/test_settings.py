@@ -10,6 +10,7 @@ from latencylens_collector.settings import DEFAULT_DATABASE, DEFAULT_PORT, Setti
 
 # A value for every setting that differs from its default, as its environment variable would hold it.
 NON_DEFAULT_TEXT = {
+    "data_dir": "/srv/lens",
     "clickhouse_dsn": "http://h:8123",
     "database": "from_env",
     "host": "0.0.0.0",
@@ -52,16 +53,22 @@ NON_DEFAULT_TEXT = {
     "keep_alive_timeout_s": "2",
     "max_connections": "64",
     "metrics_top_series": "9",
+    "access_log": "true",
 }
 
 
-def test_defaults_resolve_an_absolute_chdb_directory() -> None:
+def test_defaults_resolve_an_absolute_chdb_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
     settings = Settings(environ={})
-    assert settings.clickhouse_dsn == f"chdb://{(Path.cwd() / '.latencylens' / 'data').resolve()}"
+    data = (Path.cwd() / ".latencylens" / "data").resolve()
+    assert settings.data_dir == data
+    assert settings.clickhouse_dsn == f"chdb://{data}"
     assert settings.database == DEFAULT_DATABASE
     assert (settings.host, settings.port) == ("127.0.0.1", DEFAULT_PORT)
     assert settings.max_body_bytes == 8 * 1024 * 1024
-    assert settings.spool_dir == (Path.cwd() / ".latencylens" / "spool" / DEFAULT_DATABASE).resolve()
+    # One data directory holds everything (docs/deployment.md#one-data-directory).
+    assert settings.spool_dir == data / "spool" / DEFAULT_DATABASE
+    assert settings.metadata_url == f"sqlite:///{data / 'metadata.db'}"
     assert (settings.grpc_enabled, settings.store_content, settings.allow_unauthenticated) == (
         True,
         False,
@@ -108,7 +115,8 @@ def test_relative_chdb_path_is_made_absolute(tmp_path: Path, monkeypatch: pytest
     monkeypatch.chdir(tmp_path)
     settings = Settings(clickhouse_dsn="chdb://data", environ={})
     assert settings.clickhouse_dsn == f"chdb://{tmp_path.resolve() / 'data'}"
-    assert settings.spool_dir == tmp_path.resolve() / "spool" / DEFAULT_DATABASE
+    assert settings.data_dir == tmp_path.resolve() / "data"
+    assert settings.spool_dir == tmp_path.resolve() / "data" / "spool" / DEFAULT_DATABASE
 
 
 @pytest.mark.parametrize("name", ["bad-name", "x; DROP TABLE y", ""])
