@@ -134,7 +134,11 @@ class Ingestor:
             if found is None and not own:
                 continue
             spans, last_insert_us = _joined(own, found)
-            rows.extend(_rows_of(spans, last_insert_us, _earlier_root(own, found)))
+            # Bodies the engine stored are not in memory: it cannot tell the trace's earlier spans
+            # from its new ones, so a row the reconciler keyed elsewhere is tombstoned by the
+            # reconciler (as after another collector's insert), not here.
+            earlier = _earlier_root(own, found) if own else []
+            rows.extend(_rows_of(spans, last_insert_us, earlier))
         return rows
 
 
