@@ -165,6 +165,8 @@ PAGES = {
     "overview": "/ui/overview",
     "slos": "/ui/slos",
 }
+if (REPO / "collector" / "latencylens_collector" / "ui" / "static" / "pages" / "advice.js").exists():
+    PAGES["advice"] = "/ui/advice"
 
 OVERFLOW = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 TEXT_BOXES = """els => els.map(e => { const r = e.getBoundingClientRect(); const t = document.createRange();
@@ -221,10 +223,6 @@ def test_every_page_fits_the_screen(ui_collector: Any, tmp_path: Path, size: str
                 assert all(track[1] - track[0] >= 250 for track in bars), f"{name}: tracks too narrow {bars}"
                 for label, track in zip(names, bars, strict=True):
                     assert _overlapping([label, track]) == [], f"{name}: a span name covers its bar"
-            if name in ("request", "request-openai"):
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                page.locator("#waterfall").scroll_into_view_if_needed()
-                page.locator("#waterfall").screenshot(path=str(SHOTS / f"ui-{name}-waterfall-{size}.png"))
             if name == "slos":
                 # The service evaluates every second: show the evaluated SLO (status, budget).
                 deadline = time.monotonic() + 30
@@ -237,6 +235,8 @@ def test_every_page_fits_the_screen(ui_collector: Any, tmp_path: Path, size: str
                 assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= viewport["width"]
                 assert box["y"] + box["height"] <= viewport["height"], "the SLO status is on the first screen"
             _shot(page, name, size)
+            if name in ("request", "request-openai"):
+                page.locator("#waterfall").screenshot(path=str(SHOTS / f"ui-{name}-waterfall-{size}.png"))
 
 
 def test_waterfall_draws_the_wait_for_the_first_token_before_decode(
@@ -296,6 +296,7 @@ def test_span_attributes_are_formatted_and_wrap(ui_collector: Any, tmp_path: Pat
             box is not None and box["x"] + box["width"] <= PHONE["width"] and box["height"] > 100
         )  # wrapped
         assert page.evaluate(OVERFLOW)[0] <= PHONE["width"]
+        first.scroll_into_view_if_needed()
         _shot(page, "request-attributes", "phone")
 
 
