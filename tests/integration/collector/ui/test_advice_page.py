@@ -159,3 +159,38 @@ def test_overview_and_request_pages_link_to_the_advice(page_at) -> None:
     assert [s.get_attribute("data-group") for s in request.locator("section.advice-group").all()] == [
         "POST /story · m-writer"
     ]
+
+
+def test_cached_and_uncached_requests_apart(page_at) -> None:
+    page = page_at("/ui/advice?route=POST%20/summarize")
+    rows = page.locator('#cache-table tr[data-group="POST /summarize · m-reader"]')
+    cells = {row.get_attribute("data-class"): row.locator("td").all_text_contents()[2:] for row in rows.all()}
+    # n, cached input, TTFT p50, p95, prefill p50, prefill per 1k uncached tokens
+    # (tests/integration/collector/queries/test_cache_stats.py works them out)
+    assert cells["cached"] == ["12", "75%", "120 ms", "120 ms", "50.0 ms", "50.0 ms"]
+    assert cells["uncached"] == ["28", "0%", "270 ms", "270 ms", "200 ms", "50.0 ms"]
+    assert fits(page, "#cache-table", 10_000) == []
+
+
+def test_overview_charts_each_parts_share_over_time(page_at) -> None:
+    page = page_at("/ui/overview")
+    page.wait_for_selector("#components-over-time[data-state=ready] g.bucket")
+    chart = page.locator("#components-over-time")
+    # Every route's rows start in the first minute of one of 20 hours: 20 buckets of 5 minutes.
+    assert chart.locator("g.bucket").count() == 20
+    chart.locator("select[name=route]").select_option("POST /story")
+    page.wait_for_selector("#components-over-time[data-state=ready]")
+    heights = chart.locator("g.bucket").evaluate_all(
+        """gs => gs.map(g => Object.fromEntries([...g.querySelectorAll('rect')].map(r =>
+            [r.dataset.component, r.getBBox().height])))"""
+    )
+    # /story's hours hold two requests each: decode is 1990 + 1990 of 2105 + 2105 ms (95 %), or
+    # 1990 + 9990 of 2105 + 10 105 ms (98 %), in every bucket the largest part by far.
+    assert len(heights) == 20
+    for parts in heights:
+        assert parts["decode"] > 0.9 * sum(parts.values())
+    chart.locator("g.bucket").first.hover()
+    assert "2 requests" in chart.locator(".readout").text_content()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    chart.screenshot(path=str(ARTIFACTS / f"components-over-time-{page_at.name}.png"))
+    assert fits(page, "#components-over-time svg", page_at.width) == []

@@ -77,6 +77,23 @@ function groupSection(group) {
       h("ul", { style: INDENTED_LIST }, others.map((lever) => h("li", { "data-lever": lever.lever }, h("strong", { text: `${lever.title}: ` }), lever.summary)))) : null);
 }
 
+// Cached and uncached requests apart (/api/stats/cache): is prefix caching cutting prefill here?
+function cacheTable(body) {
+  const rows = body.groups.flatMap((group) => ["cached", "uncached"].map((name) => [group, name, group[name]]));
+  return h("div", { class: "scroll" }, h("table", { class: "grid", id: "cache-table" },
+    h("thead", {}, h("tr", {}, ["Group", "Requests", "n", "Cached input", "TTFT p50", "TTFT p95", "Prefill p50", "Prefill per 1k uncached tokens"]
+      .map((t, i) => h("th", { class: i > 1 ? "num" : "", text: t })))),
+    h("tbody", {}, rows.map(([group, name, part]) => h("tr", { "data-group": Object.values(group.key).join(" · "), "data-class": name },
+      h("td", { text: Object.values(group.key).join(" · ") || "all requests" }),
+      h("td", { text: name }),
+      h("td", { class: "num", text: num(part.count) }),
+      h("td", { class: "num", text: pct(part.cached_input_share) }),
+      h("td", { class: "num", text: dur(part.ttft_ns.p50) }),
+      h("td", { class: "num", text: dur(part.ttft_ns.p95) }),
+      h("td", { class: "num", text: dur(part.prefill_ns.p50) }),
+      h("td", { class: "num", text: dur(part.prefill_per_1k_uncached_tokens_ns) }))))));
+}
+
 function form(params) {
   const select = (name, options, value) => h("select", { name }, options.map(([v, label]) => h("option", { value: v, selected: v === value, text: label })));
   return h("form", { class: "filters card", method: "get", id: "advice-form" },
@@ -94,7 +111,9 @@ export async function render(root) {
   document.title = "What to change first · LatencyLens";
   const query = { since: params.get("since") || "24h", by: params.get("by") || "route,model", min_requests: params.get("min_requests") || "20", all: params.get("all") === "true" ? "true" : undefined };
   for (const f of FILTERS) if (params.get(f)) query[f] = params.get(f);
-  const answer = await getJSON("/api/advice", query);
+  const cacheQuery = { since: query.since, by: query.by };
+  for (const f of FILTERS) if (params.get(f)) cacheQuery[f] = params.get(f);
+  const [answer, cache] = await Promise.all([getJSON("/api/advice", query), getJSON("/api/stats/cache", cacheQuery)]);
   const filtered = FILTERS.filter((f) => params.get(f)).map((f) => `${f} ${params.get(f)}`);
   const head = [
     h("h1", { text: "What to change first" }),
@@ -110,6 +129,9 @@ export async function render(root) {
   const body = answer.data;
   mount(root, head,
     body.groups.length ? body.groups.map(groupSection) : h("p", { class: "notice", id: "no-groups", text: `No group has ${body.min_requests} or more requests in this window.` }),
-    body.small_groups.length ? h("p", { class: "muted", id: "small-groups", text: `${body.small_groups.length} smaller group(s) not advised on: lower "Fewest requests" to include them.` }) : null);
+    body.small_groups.length ? h("p", { class: "muted", id: "small-groups", text: `${body.small_groups.length} smaller group(s) not advised on: lower "Fewest requests" to include them.` }) : null,
+    h("h2", { text: "Cached and uncached requests" }),
+    h("p", { class: "muted", text: "Requests that read input from the provider's cache and requests that read none, apart: where the cached ones take less prefill per uncached token and less TTFT, prefix caching is working." }),
+    cache.ok ? cacheTable(cache.data) : h("p", { class: "error", text: `Could not load the cache split (${errorText(cache)}).` }));
   root.dataset.state = "ready";
 }

@@ -4,6 +4,7 @@ import { getJSON, getCapabilities, errorText } from "../api.js";
 import { fitLabels, lineChart, stackedBar, componentKey } from "../charts.js";
 import { COMPONENTS, PERCENTILES, metricLabel, metricMeaning } from "../components.js";
 import { h, mount } from "../dom.js";
+import { componentsOverTime } from "../timeline.js";
 import { dur, num, pct, when } from "../format.js";
 
 // [name, seconds, bucket]: each window with a bucket that gives it 15 to 300 points.
@@ -99,6 +100,7 @@ export async function render(root) {
       card(`${metricLabel("e2e_ns")[0].toUpperCase()}${metricLabel("e2e_ns").slice(1)} latency`, lineChart(series(buckets, "e2e_ns", PERCENTILES), { title: "End-to-end percentiles over time" })),
       card(`${metricLabel("decode_tokens_per_second")[0].toUpperCase()}${metricLabel("decode_tokens_per_second").slice(1)} (mean, tok/s)`, lineChart([{ name: "tok/s", points: buckets.map((g) => [Date.parse(g.bucket_start), g.output_tokens_per_second]) }], { format: (v) => num(v), title: "Mean decode rate over time" })),
       card("Requests", lineChart([{ name: "requests", points: buckets.map((g) => [Date.parse(g.bucket_start), g.count]) }], { format: (v) => num(v), title: "Requests per bucket" }))),
+    card("Where the time goes over time (share of end-to-end)", componentsOverTime(range, chosen[2])),
     h("h2", { text: "Where the time goes, by model and provider" }),
     (byModel.data.groups || []).length ? h("div", { class: "scroll" }, breakdown(byModel.data.groups)) : h("p", { class: "muted", text: "No requests in this window." }));
   fitLabels(root);
