@@ -1,6 +1,6 @@
 """``/docs``: Swagger UI for the API, its script and style served from the installed
-``swagger-ui-bundle`` package, so the page works without internet access (FastAPI's default page
-loads them from a CDN and stays blank offline).
+``fastapi-offline`` package (Swagger UI 5, which reads the OpenAPI 3.1 FastAPI writes), so the page
+works without internet access (FastAPI's default page loads them from a CDN and stays blank offline).
 
 Only the files Swagger UI needs are served, from a fixed table: no path from the URL reaches the
 filesystem.
@@ -22,7 +22,7 @@ OPENAPI_PATH: Final = "/openapi.json"
 _ASSETS: Final = {
     "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
     "swagger-ui.css": "text/css; charset=utf-8",
-    "favicon-32x32.png": "image/png",
+    "favicon.png": "image/png",
 }
 """Files of the bundle the page loads, and their content types."""
 
@@ -31,9 +31,9 @@ router = APIRouter(include_in_schema=False)
 
 @cache
 def _bundle_dir() -> Path:
-    from swagger_ui_bundle import swagger_ui_path
+    import fastapi_offline
 
-    return Path(str(swagger_ui_path))
+    return Path(fastapi_offline.__file__).with_name("static")
 
 
 @router.get(DOCS_PATH)
@@ -43,7 +43,7 @@ def swagger_ui() -> HTMLResponse:
         title="LatencyLens API",
         swagger_js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
         swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
-        swagger_favicon_url=f"{ASSETS_PATH}/favicon-32x32.png",
+        swagger_favicon_url=f"{ASSETS_PATH}/favicon.png",
         oauth2_redirect_url=f"{DOCS_PATH}/oauth2-redirect",
     )
 
