@@ -331,7 +331,8 @@ def test_dashboards_component_colours_match_the_web_ui() -> None:
                 if prop["id"] == "color" and field in COMPONENTS:
                     assert prop["value"]["fixedColor"].lower() == palette[field].lower(), (name, field)
                     seen += 1
-    assert seen == 2 * len(COMPONENTS)  # the stacked time series and the share-by-model bars
+    # the stacked time series (mean per request and share of end-to-end) and the share-by-model bars
+    assert seen == 3 * len(COMPONENTS)
 
 
 def test_dashboards_provisioning_points_at_the_dashboards() -> None:
