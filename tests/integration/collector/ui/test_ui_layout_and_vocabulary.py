@@ -359,3 +359,18 @@ def test_overview_of_a_fresh_install_picks_its_window_from_the_data(
         assert requests_chart.locator("rect.hover-band").count() >= 6
         assert page.evaluate(OVERFLOW)[0] <= PHONE["width"]
         _shot(page, "overview-fresh", "phone")
+
+
+def test_phone_folds_the_request_filters_until_asked(ui_collector: Any, tmp_path: Path) -> None:
+    with browser_at(ui_collector.url, tmp_path / "profile", PHONE) as open_page:
+        page = open_page("/ui/requests")
+        fold = page.locator("details.filters-fold")
+        assert fold.get_attribute("open") is None
+        first_row = page.locator("#requests tbody tr").first.bounding_box()
+        assert first_row is not None and first_row["y"] < PHONE["height"]  # the list starts on screen
+        fold.locator("summary").click()
+        page.fill("input[name=min_ms]", "1500")
+        page.click("form.filters button[type=submit]")
+        sync_api.expect(page.locator("#requests tbody tr")).to_have_count(1)  # the 2000 ms OpenAI call
+        page.wait_for_selector("main#app[data-state=ready]")
+        assert page.locator("details.filters-fold").get_attribute("open") == ""  # a filter is set

@@ -99,6 +99,13 @@ function filterForm(filters, seen, accepted, onSubmit) {
   return form;
 }
 
+// On a phone the filters fold away (open when one is set), so the list starts on the first screen.
+function folding(form, filters) {
+  if (!window.matchMedia("(max-width: 700px)").matches) return form;
+  const active = FILTERS.some((key) => filters[key] && filters[key] !== (DEFAULTS[key] ?? ""));
+  return h("details", { class: "filters-fold", open: active }, h("summary", { text: active ? "Filters (some set)" : "Filters" }), form);
+}
+
 function table(rows, filters, onSort) {
   const maxE2e = Math.max(1, ...rows.map((r) => r.e2e_ns));
   const [sortKey, descending] = [filters.sort.replace(/^-/, ""), filters.sort.startsWith("-")];
@@ -134,7 +141,7 @@ export async function render(root) {
     const present = new Set(rows.flatMap((r) => COMPONENTS.filter((c) => r.parts[c] > 0)));
     mount(root,
       h("h1", { text: "Slow requests" }),
-      filterForm(filters, seen, accepted, (next) => { filters = next; writeFilters(filters); load(); }),
+      folding(filterForm(filters, seen, accepted, (next) => { filters = next; writeFilters(filters); load(); }), filters),
       status,
       rows.length ? componentKey(present) : null,
       rows.length ? table(sortRows(rows, filters.sort), filters, (sort) => { filters = { ...filters, sort }; writeFilters(filters); draw(status); }) : null,
