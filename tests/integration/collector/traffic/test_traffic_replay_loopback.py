@@ -1,16 +1,18 @@
-"""A recorded workload replayed against a loopback server with two slots, at 1× and at 3×.
+"""A recorded workload replayed against a loopback server with four slots, at 1× and at 3×.
 
 Production is an instrumented app (``traffic_recorder.py``, its own process) sending 30 streamed
-chat requests, Poisson at 4 per second, to the simulated server (``traffic_slot_provider.py``, its
-own process): two slots, prefill 0.05 ms per prompt token, decode 6 ms per output token, so a
-request holds a slot for about 10-100 ms of prefill and 48-240 ms of decode (about 0.2 s; the two
-slots serve about 10 requests per second). ``latencylens replay`` (the real command, its own
-process) then sends the recorded shape to the same server through the instrumented openai SDK.
+chat requests, Poisson at 3 per second, to the simulated server (``traffic_slot_provider.py``, its
+own process): four slots, prefill 0.2 ms per prompt token, decode 10 ms per output token, so a
+request holds a slot for 40-400 ms of prefill and 80-400 ms of decode (0.46 s on average; the four
+slots serve about 8.7 requests per second). The server's times are large beside what a busy client
+machine adds to what the client measures (tens of ms), so TTFT and ITL are the server's.
+``latencylens replay`` (the real command, its own process) then sends the recorded shape to the
+same server through the instrumented openai SDK.
 
-At 1× the server sees the production load again (about 40 % busy), so the replay's TTFT and ITL
+At 1× the server sees the production load again (about 35 % busy), so the replay's TTFT and ITL
 must match production's: the two-sample Kolmogorov–Smirnov test cannot tell them apart at the
 5 % level (distance at most 1.358·√(2/30) = 0.35) and the medians are within 25 %. At 3× the
-arrivals come at about 12 per second, past the two slots' capacity: requests wait for a slot, the
+arrivals come at about 9 per second, past the four slots' capacity: requests wait for a slot, the
 queue part the server reports grows (mean at least 20 ms above production's and at least twice
 it), and the comparison says "queue grew".
 """
@@ -32,7 +34,7 @@ from latencylens import semconv
 
 HERE = Path(__file__).resolve().parent
 COUNT = 30
-RATE = 4.0
+RATE = 3.0
 MODEL = "llama-3.3-70b-versatile"
 MS = 1_000_000
 
@@ -44,11 +46,11 @@ def slot_server() -> Iterator[str]:
             sys.executable,
             str(HERE / "traffic_slot_provider.py"),
             "--slots",
-            "2",
+            "4",
             "--prefill-ms-per-token",
-            "0.05",
+            "0.2",
             "--decode-ms-per-token",
-            "6",
+            "10",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,  # http.server prints a reset connection's traceback
