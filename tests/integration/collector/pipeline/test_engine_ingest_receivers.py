@@ -8,6 +8,7 @@ what a sender and the query API see.
 from __future__ import annotations
 
 import gzip
+import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -18,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.sdk.trace.export import SpanExportResult
 from otlp_builders import MS, chat_trace, export_request, new_span_id, protobuf_body, recent_base_ns, span
-from pipeline_helpers import grpc_target, metric, span_counts
+from pipeline_helpers import grpc_target, metric, span_counts, wait_until
 
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
@@ -158,3 +159,28 @@ def test_concurrent_bodies_share_inserts_and_a_resent_body_is_stored_once(start_
     assert again.status_code == 200
     counts = span_counts(running.store)
     assert counts["final"] == counts["distinct_keys"] == 80
+
+
+def test_storage_down_sends_bodies_to_the_python_path_and_the_spool(start_collector, tmp_path) -> None:
+    """ClickHouse unreachable: the engine's INSERT fails for now, every body takes the Python path,
+    which acknowledges it from the spool; a collector on storage replays the spool later."""
+    spool = tmp_path / "spool"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    down = start_collector(
+        clickhouse_dsn=f"http://default:@127.0.0.1:{closed}/", spool_dir=str(spool), ingest_path="engine"
+    )
+    traces = [chat_trace(recent_base_ns()) for _ in range(3)]
+    for spans in traces:
+        assert (
+            httpx.post(f"{down.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF).status_code
+            == 200
+        )
+    assert len(list(spool.glob("*.spool"))) == 3
+    down.service.stop()
+    restored = start_collector(spool_dir=str(spool), ingest_path="engine")
+    wait_until(lambda: not list(spool.glob("*.spool")), what="the spool to drain")
+    for spans in traces:
+        assert len(restored.store.spans_of_traces([_trace_bytes(spans)])) == 4
+        assert _request_row(restored.store, spans) is not None
