@@ -279,6 +279,22 @@ def test_waterfall_draws_the_wait_for_the_first_token_before_decode(
         assert facts["ttft"] == "TTFT = 1.20 s"
 
 
+def test_first_token_mark_ends_the_reported_wait(ui_collector: Any, tmp_path: Path) -> None:
+    """The known Groq call (tests/support/ui_seed.py): 400 ms, first token at 80 ms, queue 40 and
+    prefill 20 reported, network 40: 80 − 40 − 20 = 20 ms of network drawn before the server's
+    part, so the first-token mark falls where prefill ends."""
+    with browser_at(ui_collector.url, tmp_path / "profile", LAPTOP) as open_page:
+        page = open_page(f"/ui/requests/{KNOWN_TRACE}")
+        row = page.locator("#waterfall .wf-row[data-kind=model]")
+        parts = row.locator(".wf-bar > span").evaluate_all(
+            "els => els.map(e => [e.dataset.component, parseFloat(e.style.width)])"
+        )
+        ends = [sum(width for _, width in parts[: i + 1]) for i in range(len(parts))]
+        assert [name for name, _ in parts][:3] == ["network", "queue", "prefill"]
+        mark = float(row.locator("[data-marker=first-token]").get_attribute("data-offset") or "")
+        assert mark * 100 == pytest.approx(ends[2], abs=0.01) == pytest.approx(80 / 400 * 100, abs=0.01)
+
+
 def test_span_attributes_are_formatted_and_wrap(ui_collector: Any, tmp_path: Path) -> None:
     with browser_at(ui_collector.url, tmp_path / "profile", PHONE) as open_page:
         page = open_page(f"/ui/requests/{OPENAI_TRACE}")

@@ -235,8 +235,15 @@ def test_ui_request_page_waterfall_order_colours_and_numbers(
     assert bars[0][1][0][1] == RGB["app_other"]
     assert bars[1][1][0][1] == RGB["retrieval"]
     assert bars[2][1][0][1] == RGB["tool"]
-    # The one model call is split in proportion: network 40, queue 40, prefill 20, decode 300 ms.
-    assert bars[3][1] == [[name, RGB[name]] for name in ("network", "queue", "prefill", "decode")]
+    # The one model call is split in proportion and in time order: network 40 ms drawn around the
+    # server's part (80 ms first token − queue 40 − prefill 20 = 20 ms before, the other 20 after),
+    # queue 40, prefill 20, decode 300 ms.
+    parts = ("network", "queue", "prefill", "decode", "network")
+    assert bars[3][1] == [[name, RGB[name]] for name in parts]
+    widths = (
+        rows.nth(3).locator(".wf-bar > span").evaluate_all("els => els.map(e => parseFloat(e.style.width))")
+    )
+    assert widths == pytest.approx([20 / 400 * 100, 10, 5, 75, 20 / 400 * 100], abs=0.01)
     # Bars sit on the time axis: retrieval starts at 10/600 of the track, the model call at 160/600.
     lefts = rows.locator(".wf-bar").evaluate_all("els => els.map(e => parseFloat(e.style.left))")
     assert lefts == pytest.approx([0, 10 / 600 * 100, 120 / 600 * 100, 160 / 600 * 100], abs=0.01)

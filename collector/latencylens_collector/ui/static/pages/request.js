@@ -108,6 +108,20 @@ function modelSegments(detail) {
   return CALL_ORDER.filter((name) => detail.parts[name] > 0).map((name) => [name, detail.parts[name] / total]);
 }
 
+// Network is the client's time outside the provider's: part of it before the request reached the
+// server, part after the last token left it. With a first-token time, the part drawn first is what
+// the wait for that token leaves after queue and prefill (the rest goes last); without one, all of
+// it is drawn first.
+function placeNetwork(segments, span) {
+  const network = segments.find(([name]) => name === "network");
+  const first = Number(span.attributes[FIRST_CONTENT]);
+  if (!network || span.attributes[FIRST_CONTENT] === undefined || !(span.duration_ns > 0) || !(first >= 0)) return segments;
+  const server = segments.filter(([name]) => name === "queue" || name === "prefill").reduce((acc, [, share]) => acc + share, 0);
+  const before = Math.min(Math.max(first / span.duration_ns - server, 0), network[1]);
+  const rest = segments.filter(([name]) => name !== "network");
+  return [...(before > 0 ? [["network", before]] : []), ...rest, ...(network[1] - before > 0 ? [["network", network[1] - before]] : [])];
+}
+
 // The key to a model call's colours in the waterfall: each part's name and what it means.
 function waterfallKey(segments) {
   if (!segments) return null;
@@ -159,7 +173,7 @@ function waterfall(detail) {
     if (sameCall) {
       bar.append(h("span", { class: "c-same_call", style: { width: "100%" }, text: width >= room ? "same call" : "" }));
     } else if (component === "model" && segments) {
-      for (const [name, share] of segments) bar.append(h("span", { class: `c-${name}`, "data-component": name, title: `${LABELS[name]} ${pct(share)} of the call`, style: { width: `${share * 100}%` }, text: label(name, share) }));
+      for (const [name, share] of placeNetwork(segments, span)) bar.append(h("span", { class: `c-${name}`, "data-component": name, title: `${LABELS[name]} ${pct(share)} of the call`, style: { width: `${share * 100}%` }, text: label(name, share) }));
     } else {
       bar.append(h("span", { class: `c-${component}`, style: { width: "100%" }, text: component === "model" ? (width >= room ? "model call" : "") : label(component, 1) }));
     }
