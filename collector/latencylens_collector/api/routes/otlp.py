@@ -19,6 +19,7 @@ import anyio
 from fastapi import APIRouter, Request, Response
 
 from latencylens_collector.api.deps import SettingsDep, app_key_store
+from latencylens_collector.api.turns import FairTurns
 from latencylens_collector.auth import Unauthorized, resolve_project
 from latencylens_collector.intake import engine, otlp
 from latencylens_collector.intake.body import BodyReader, BodyTooLarge, MalformedBody, UnsupportedEncoding
@@ -49,16 +50,17 @@ _INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _INTERNAL, _UNAVAILABLE, _UNAUTHENTICATE
 PROTOCOL: Final = "http"
 DECODE_THREADS: Final = 2
 """Exports decoded at once. Decoding is Python holding the GIL, so more threads add no speed;
-they only take the GIL from the single writer thread, which is what bounds ingest throughput."""
+they only take the GIL from the single writer thread, which is what bounds ingest throughput.
+Waiting exports get the slots project by project in turn (:class:`FairTurns`)."""
 
 
-def _limiter(request: Request) -> anyio.CapacityLimiter:
-    """The app's decode limiter, made on first use inside its event loop (as anyio requires)."""
+def _turns(request: Request) -> FairTurns:
+    """The app's decode slots, shared by projects in turn (:mod:`latencylens_collector.api.turns`)."""
     state = request.app.state
-    limiter: anyio.CapacityLimiter | None = getattr(state, "decode_limiter", None)
-    if limiter is None:
-        limiter = state.decode_limiter = anyio.CapacityLimiter(DECODE_THREADS)
-    return limiter
+    turns: FairTurns | None = getattr(state, "decode_turns", None)
+    if turns is None:
+        turns = state.decode_turns = FairTurns(DECODE_THREADS)
+    return turns
 
 
 class _Rejected(Exception):
@@ -112,9 +114,10 @@ async def export_traces(request: Request, settings: SettingsDep) -> Response:
             batch = stored
         else:
             with pipeline.decoding():  # until the spans are queued: the writer flushes once none is open
-                batch, written = await anyio.to_thread.run_sync(
-                    _decode_and_submit, pipeline, body, as_json, project, limits, limiter=_limiter(request)
-                )
+                async with _turns(request).slot(project):  # projects in turn, not first come
+                    batch, written = await anyio.to_thread.run_sync(
+                        _decode_and_submit, pipeline, body, as_json, project, limits
+                    )
             if written is not None:
                 await asyncio.wrap_future(written)
     except _Rejected as exc:
