@@ -750,7 +750,23 @@ def _signed(ns: int) -> str:
 
 
 __all__ = [
+    "CONFIDENCE_LEVELS",
+    "DEFAULT_PREFIX_SHARE",
+    "HIGH_CONFIDENCE_SAMPLES",
+    "HIGH_COVERAGE",
     "LEVERS",
+    "LITTLE_REUSE",
+    "LONG_OUTPUT_RATIO",
+    "MIN_SAVING_SHARE",
+    "NETWORK_REUSE",
+    "NO_CAP",
+    "PARALLEL_CALLS",
+    "PART_MIN_SHARE",
+    "PREFIX_CACHING",
+    "QUEUE_ALTERNATIVE",
+    "SHORTEN_OUTPUTS",
+    "SWITCH_MODEL",
+    "TITLES",
     "Alternative",
     "Change",
     "GroupMeasures",

@@ -43,4 +43,8 @@ def request_cost_usd(
         return None
 
 
-__all__ = ["PRICE_PACKAGE", "price_data_version", "request_cost_usd"]
+__all__ = [
+    "PRICE_PACKAGE",
+    "price_data_version",
+    "request_cost_usd",
+]

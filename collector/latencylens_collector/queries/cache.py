@@ -120,4 +120,7 @@ def _group(row: Mapping[str, Any], by: Sequence[str]) -> CacheGroup:
     )
 
 
-__all__ = ["CLASSES", "cache_stats"]
+__all__ = [
+    "CLASSES",
+    "cache_stats",
+]

@@ -47,4 +47,9 @@ class CacheResponse(BaseModel):
     groups: list[CacheGroup] = Field(description="By request count, largest first.")
 
 
-__all__ = ["P50P95", "CacheClass", "CacheGroup", "CacheResponse"]
+__all__ = [
+    "P50P95",
+    "CacheClass",
+    "CacheGroup",
+    "CacheResponse",
+]
