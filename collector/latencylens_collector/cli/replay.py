@@ -378,4 +378,15 @@ def _number(value: float | None) -> str:
     return MISSING if value is None else f"{value:,.1f}"
 
 
-__all__ = ["add_compare_options", "comparison_table", "register", "show_comparison"]
+__all__ = [
+    "INTERRUPTED",
+    "KEY_ENVS",
+    "PART_ROWS",
+    "PROGRESS_EVERY_S",
+    "TIME_HELP",
+    "add_compare_options",
+    "comparison_table",
+    "cost_estimate",
+    "register",
+    "show_comparison",
+]

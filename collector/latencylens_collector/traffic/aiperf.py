@@ -162,4 +162,4 @@ def model_attributes(record: AiperfRecord, provider: str, model: str) -> dict[st
     return attributes
 
 
-__all__ = ["AiperfRecord", "export_spans", "model_attributes", "read_profile_export"]
+__all__ = ["ROUTE", "UNIT_NS", "AiperfRecord", "export_spans", "model_attributes", "read_profile_export"]

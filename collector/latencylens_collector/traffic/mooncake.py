@@ -100,4 +100,4 @@ def read_mooncake(lines: Iterable[str], block_tokens: int = BLOCK_TOKENS) -> lis
     return shapes
 
 
-__all__ = ["BLOCK_TOKENS", "dump", "read_mooncake", "to_mooncake"]
+__all__ = ["BLOCK_TOKENS", "NS_PER_MS", "dump", "read_mooncake", "to_mooncake"]

@@ -53,4 +53,4 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-__all__ = ["VOCABULARY", "split_prompt", "synthetic_prompt", "word_count"]
+__all__ = ["PREFIX_SEED", "VOCABULARY", "split_prompt", "synthetic_prompt", "word_count"]

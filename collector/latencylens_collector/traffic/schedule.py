@@ -112,4 +112,4 @@ def plan(
     return Plan(tuple(bounded(arrivals, limit, duration_ns)), duration_ns=duration_ns)
 
 
-__all__ = ["Arrival", "Plan", "as_recorded", "bounded", "plan", "poisson"]
+__all__ = ["NS_PER_S", "Arrival", "Plan", "as_recorded", "bounded", "plan", "poisson"]

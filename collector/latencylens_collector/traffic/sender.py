@@ -113,4 +113,4 @@ def _drain(stream: Iterable[Any]) -> None:
         pass
 
 
-__all__ = ["DEFAULT_ROUTE", "Sender"]
+__all__ = ["DEFAULT_ROUTE", "ModelCall", "Sender"]

@@ -132,4 +132,4 @@ def totals(shapes: Sequence[RequestShape]) -> Totals:
     )
 
 
-__all__ = ["MAX_SHAPES", "RequestShape", "Totals", "select_shapes", "shapes_of", "totals"]
+__all__ = ["MAX_SHAPES", "SHAPE_FIELDS", "RequestShape", "Totals", "select_shapes", "shapes_of", "totals"]

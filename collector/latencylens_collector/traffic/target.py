@@ -98,4 +98,13 @@ def is_loopback(base_url: str) -> bool:
         return False
 
 
-__all__ = ["APIS", "Api", "Target", "anthropic_request", "is_loopback", "openai_request"]
+__all__ = [
+    "ANTHROPIC_MIN_CACHE_TOKENS",
+    "APIS",
+    "IGNORE_EOS_SERVERS",
+    "Api",
+    "Target",
+    "anthropic_request",
+    "is_loopback",
+    "openai_request",
+]
