@@ -50,7 +50,8 @@ def main(args: argparse.Namespace, render_requests: RenderRequests, settings: Se
         return 1
     url = service.url
     grpc = service.grpc_status.removeprefix("listening on ")
-    console.print(f"Service listening on {url}  (OTLP/HTTP at {url}/v1/traces, OTLP/gRPC {grpc})")
+    console.print(f"Service listening on {url}")
+    console.print(f"  OTLP/HTTP at {url}/v1/traces, OTLP/gRPC {grpc}")
 
     tracer_provider = latencylens.configure(service_name="demo-chat", endpoint=url)
     started_at = time.time()
