@@ -10,6 +10,10 @@ distinct spans, then their latest insert stamp on the store's clock), so rows wr
 collectors in any order keep the most complete one. What this path cannot see (another collector's
 insert not yet visible, a crash between the two writes, a root that never comes) the reconciler
 (:mod:`latencylens_collector.pipeline.reconciler`) repairs once the trace has settled.
+
+A trace past its span cap (``latencylens.trace.too_large``) arriving in pieces is not read back
+for each piece: that would cost every piece the trace so far. Its row is the reconciler's, from
+all its spans, once it has settled.
 """
 
 from __future__ import annotations
@@ -20,7 +24,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.analysis.request_rows import row_version, settled_root_start, trace_rows
+from latencylens_collector.analysis.request_rows import (
+    attributable,
+    row_version,
+    settled_root_start,
+    trace_rows,
+)
 from latencylens_collector.pipeline.refusals import classify
 from latencylens_collector.storage import otlp_sql, trace_state
 from latencylens_collector.storage.store import StorageError, Store
@@ -116,8 +125,11 @@ class Ingestor:
             stamp = stamps.get(trace_id)
             if stamp is not None and _whole(trace_spans, stamp):
                 rows.extend(_rows_of(sorted(trace_spans, key=_stored_order), stamp.last_insert_us))
-            else:
+            elif not attributable(trace_spans)[1]:
                 read_back.append(trace_id)
+            # else: a piece of a trace past its span cap. Reading the whole trace back for every
+            # piece would cost each piece the trace so far (quadratic); the reconciler writes its
+            # row from all its spans once it has settled, reading it once.
         if read_back:
             rows.extend(self._read_back(project, read_back, batch))
         return rows

@@ -17,6 +17,7 @@ from latencylens_collector.analysis.request_rows import (
     build_request_row,
 )
 from latencylens_collector.pipeline.admission import TraceCap
+from latencylens_collector.pipeline.reconciler import Reconciler
 
 CAP = 5
 
@@ -68,6 +69,24 @@ def test_a_trace_under_the_cap_is_attributed_whole_without_the_mark(start_collec
     detail = httpx.get(f"{collector.url}/api/requests/{trace:032x}").json()
     assert TRACE_PROVENANCE not in detail["provenance"]
     assert detail["parts"]["tool"] == (CAP - 1) * 50 * MS
+
+
+def test_a_trace_past_the_cap_in_pieces_is_not_read_back_per_piece(start_collector: Any) -> None:
+    collector = start_collector(max_trace_spans=CAP)
+    trace, spans = _tool_trace(11)
+    rows_sql = (
+        f"SELECT span_count, provenance FROM {collector.store.table('requests')} FINAL "
+        "WHERE trace_id = unhex({t:String}) AND is_deleted = 0"
+    )
+    # The first piece (4 tools, under the cap, no root yet) has no row; the second (7 tools, the
+    # root) is past the cap: read back per piece it would be; here it is left to the reconciler.
+    assert post_protobuf(collector.url, spans[:4]).is_success
+    assert post_protobuf(collector.url, spans[4:]).is_success
+    assert collector.store.query(rows_sql, {"t": f"{trace:032x}"}) == []
+    Reconciler(collector.store, settle_s=0, lookback_s=3600).run_once()
+    [row] = collector.store.query(rows_sql, {"t": f"{trace:032x}"})
+    assert row["span_count"] == 12
+    assert dict(row["provenance"])[TRACE_PROVENANCE] == TRACE_TOO_LARGE
 
 
 def _rows(count: int, cap: int) -> list[SpanRow]:
