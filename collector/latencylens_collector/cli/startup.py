@@ -99,6 +99,9 @@ def check_grpc_port(settings: Settings) -> None:
         return
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # SO_REUSEADDR as gRPC sets it: connections of a stopped server (TIME_WAIT) do not count,
+        # a listening socket does (gRPC's SO_REUSEPORT needs it on both sockets).
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((settings.host, settings.grpc_port))
         except OSError as exc:
