@@ -28,6 +28,11 @@ from latencylens_collector.auth import KeyStore
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
 
+def _post(url: str, **kwargs) -> httpx.Response:
+    """A POST that waits as long as an exporter would (the machine may be loaded)."""
+    return httpx.post(url, timeout=60.0, **kwargs)
+
+
 def _trace_bytes(spans) -> bytes:
     return spans[0].context.trace_id.to_bytes(16, "big")
 
@@ -51,8 +56,11 @@ def test_official_exporters_over_http_and_grpc_are_stored_by_the_engine(start_co
     running = start_collector(ingest_path="engine")
     http_spans, grpc_spans = chat_trace(recent_base_ns()), chat_trace(recent_base_ns())
     received = metric("latencylens_spans_received_total", protocol="http")
-    assert HttpExporter(endpoint=f"{running.url}/v1/traces").export(http_spans) == SpanExportResult.SUCCESS
-    exporter = GrpcExporter(endpoint=grpc_target(running.url), insecure=True)
+    assert (
+        HttpExporter(endpoint=f"{running.url}/v1/traces", timeout=60).export(http_spans)
+        == SpanExportResult.SUCCESS
+    )
+    exporter = GrpcExporter(endpoint=grpc_target(running.url), insecure=True, timeout=60)
     assert exporter.export(grpc_spans) == SpanExportResult.SUCCESS
     exporter.shutdown()
     assert metric("latencylens_spans_received_total", protocol="http") - received == 4
@@ -75,14 +83,14 @@ def test_a_span_to_reject_gets_the_python_paths_precise_answer(start_collector) 
         good = chat_trace(base)
         backwards = span("backwards", good[0].context.trace_id, new_span_id(), None, base + 10 * MS, base)
         if send == "http":
-            answer = httpx.post(
+            answer = _post(
                 f"{running.url}/v1/traces", content=protobuf_body([*good, backwards]), headers=PROTOBUF
             )
             assert answer.status_code == 200
             response = ExportTraceServiceResponse.FromString(answer.content)
         else:
             with grpc.insecure_channel(grpc_target(running.url)) as channel:
-                response = TraceServiceStub(channel).Export(export_request([*good, backwards]), timeout=10)
+                response = TraceServiceStub(channel).Export(export_request([*good, backwards]), timeout=60)
         assert response.partial_success.rejected_spans == 1
         assert "ending before they start" in response.partial_success.error_message
         assert len(running.store.spans_of_traces([_trace_bytes(good)])) == 4
@@ -93,12 +101,12 @@ def test_garbage_and_json_keep_their_answers(start_collector) -> None:
     """A body that is not OTLP is 400 as before (its frame fails the cheap check, or its INSERT);
     gzip bodies and OTLP/JSON still work."""
     running = start_collector(ingest_path="engine")
-    garbage = httpx.post(f"{running.url}/v1/traces", content=b"\x0a\x05abc", headers=PROTOBUF)
+    garbage = _post(f"{running.url}/v1/traces", content=b"\x0a\x05abc", headers=PROTOBUF)
     assert garbage.status_code == 400
     cut = protobuf_body(chat_trace(recent_base_ns()))[:-9]
-    assert httpx.post(f"{running.url}/v1/traces", content=cut, headers=PROTOBUF).status_code == 400
+    assert _post(f"{running.url}/v1/traces", content=cut, headers=PROTOBUF).status_code == 400
     spans = chat_trace(recent_base_ns())
-    zipped = httpx.post(
+    zipped = _post(
         f"{running.url}/v1/traces",
         content=gzip.compress(protobuf_body(spans)),
         headers={**PROTOBUF, "Content-Encoding": "gzip"},
@@ -120,9 +128,7 @@ def test_each_key_stores_under_its_project(start_collector, tmp_path) -> None:
     def send(item: tuple[str, list]) -> int:
         name, spans = item
         headers = {**PROTOBUF, "Authorization": f"Bearer {secrets[name]}"}
-        return httpx.post(
-            f"{running.url}/v1/traces", content=protobuf_body(spans), headers=headers
-        ).status_code
+        return _post(f"{running.url}/v1/traces", content=protobuf_body(spans), headers=headers).status_code
 
     jobs = [(name, spans) for name, all_spans in traces.items() for spans in all_spans]
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -146,7 +152,7 @@ def test_concurrent_bodies_share_inserts_and_a_resent_body_is_stored_once(start_
         statuses = list(
             pool.map(
                 lambda spans: (
-                    httpx.post(
+                    _post(
                         f"{running.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF
                     ).status_code
                 ),
@@ -155,7 +161,7 @@ def test_concurrent_bodies_share_inserts_and_a_resent_body_is_stored_once(start_
         )
     assert statuses == [200] * 20
     assert 1 <= metric("latencylens_batch_spans_count") - inserts <= 5
-    again = httpx.post(f"{running.url}/v1/traces", content=protobuf_body(traces[0]), headers=PROTOBUF)
+    again = _post(f"{running.url}/v1/traces", content=protobuf_body(traces[0]), headers=PROTOBUF)
     assert again.status_code == 200
     counts = span_counts(running.store)
     assert counts["final"] == counts["distinct_keys"] == 80
@@ -174,8 +180,7 @@ def test_storage_down_sends_bodies_to_the_python_path_and_the_spool(start_collec
     traces = [chat_trace(recent_base_ns()) for _ in range(3)]
     for spans in traces:
         assert (
-            httpx.post(f"{down.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF).status_code
-            == 200
+            _post(f"{down.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF).status_code == 200
         )
     assert len(list(spool.glob("*.spool"))) == 3
     down.service.stop()
