@@ -432,3 +432,28 @@ def test_mutated_export_bodies_store_the_same_rows(paths: TwoPaths, bodies: list
     parse fail the INSERT and are found by splitting; every body ends with the same rows."""
     project, _ = paths.ingest(bodies, otlp.Limits(now_ns=NOW))
     paths.assert_equal(project)
+
+
+def test_the_engine_path_on_a_clickhouse_server(clickhouse_server_url: str) -> None:
+    """The schema goes inline with the INSERT, so a server needs no format_schema_path: a server
+    database fed by the engine holds the rows the Python path computes (set
+    LATENCYLENS_TEST_CLICKHOUSE_URL to run)."""
+    database = f"latencylens_engine_{uuid.uuid4().hex[:8]}"
+    store = Store.connect(Settings(clickhouse_dsn=clickhouse_server_url, database=database, environ={}))
+    try:
+        store.migrate()
+        base = NOW - 3600 * 10**9
+        body = protobuf_body(chat_trace(base))
+        checks = BodyLimits(
+            NOW, LIMITS.max_attribute_bytes, LIMITS.max_span_bytes, False, LIMITS.max_content_bytes
+        )
+        [verdict] = Ingestor(store).ingest_bodies([("default", body, checks)], _token())
+        assert verdict is not None and verdict.stored_all
+        expected = sorted(
+            otlp.decode(body, False, "default", LIMITS).spans, key=lambda row: (row.start_ns, row.span_id)
+        )
+        assert store.spans_of_traces({row.trace_id for row in expected}) == expected
+        assert len(_requests(store, "default")) == 1
+    finally:
+        store.command(f"DROP DATABASE IF EXISTS {database}")
+        store.close()
