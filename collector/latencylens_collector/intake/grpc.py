@@ -46,6 +46,7 @@ from latencylens_collector.pipeline import (
     QueueFull,
     WriteFailed,
 )
+from latencylens_collector.pipeline.turns import FairSlots
 from latencylens_collector.runtime import metrics
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
@@ -57,6 +58,9 @@ PROTOCOL: Final = "grpc"
 SERVICE_NAME: Final = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name
 MAX_WORKERS: Final = 16
 """Concurrent Export calls being decoded or waiting for their batch to be written."""
+DECODE_SLOTS: Final = 2
+"""Exports decoded at once, as for OTLP/HTTP (decoding holds the GIL: more only slow the writer);
+waiting calls get them project by project in turn (:class:`FairSlots`)."""
 MAX_PENDING_CALLS: Final = 2 * MAX_WORKERS
 """Export calls running or waiting for a worker; one more is RESOURCE_EXHAUSTED at once (each may
 hold a received message of up to ``max_body_bytes``, so this bounds their memory too)."""
@@ -105,6 +109,7 @@ class TraceReceiver(TraceServiceServicer):
         keys: Callable[[], KeyStore | None] = lambda: None,
     ) -> None:
         self.pipeline, self.settings, self.clock, self.keys = pipeline, settings, clock, keys
+        self.turns = FairSlots(DECODE_SLOTS)
 
     def Export(self, request: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         """``request`` is the raw body; it is decoded and queued here, then the call waits for the
@@ -120,7 +125,7 @@ class TraceReceiver(TraceServiceServicer):
             stored = self._by_engine(request, project, context)
             if stored is not None:
                 return otlp.export_response(stored)
-        with self.pipeline.decoding():
+        with self.pipeline.decoding(), self.turns.slot(project):  # projects in turn, not first come
             batch = self._decode(request, project, context)
             written = self._submit(batch, context) if batch.spans else None
         if written is not None:

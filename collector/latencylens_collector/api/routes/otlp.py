@@ -19,7 +19,6 @@ import anyio
 from fastapi import APIRouter, Request, Response
 
 from latencylens_collector.api.deps import SettingsDep, app_key_store
-from latencylens_collector.api.turns import FairTurns
 from latencylens_collector.auth import Unauthorized, resolve_project
 from latencylens_collector.intake import engine, otlp
 from latencylens_collector.intake.body import BodyReader, BodyTooLarge, MalformedBody, UnsupportedEncoding
@@ -33,6 +32,7 @@ from latencylens_collector.pipeline import (
     QueueFull,
     WriteFailed,
 )
+from latencylens_collector.pipeline.turns import FairTurns
 from latencylens_collector.runtime import metrics
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.storage.store import RETRY_AFTER_SECONDS
@@ -55,7 +55,7 @@ Waiting exports get the slots project by project in turn (:class:`FairTurns`).""
 
 
 def _turns(request: Request) -> FairTurns:
-    """The app's decode slots, shared by projects in turn (:mod:`latencylens_collector.api.turns`)."""
+    """The app's decode slots, shared by projects in turn (:mod:`latencylens_collector.pipeline.turns`)."""
     state = request.app.state
     turns: FairTurns | None = getattr(state, "decode_turns", None)
     if turns is None:

@@ -4,10 +4,13 @@ ahead of another project's one (the hostile mix of bench/soak.py: forty burst se
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from collections.abc import Callable
 
 import pytest
 
-from latencylens_collector.api.turns import FairTurns
+from latencylens_collector.pipeline.turns import FairSlots, FairTurns
 
 
 async def _run(turns: FairTurns, arrivals: list[str], order: list[str], gate: asyncio.Event) -> None:
@@ -63,3 +66,34 @@ async def test_a_waiter_that_gives_up_leaves_no_trace() -> None:
     assert turns.busy == 0
     async with turns.slot("c"):  # the slot is free again
         assert turns.busy == 1
+
+
+def _wait(predicate: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not predicate():
+        assert time.monotonic() < deadline, "a thread never got where it should"
+        time.sleep(0.01)
+
+
+def test_threads_take_turns_the_same_way() -> None:
+    slots = FairSlots(1)
+    order: list[str] = []
+    names = ["a0", "a1", "a2", "a3", "b4"]
+    gates = {name: threading.Event() for name in names}
+
+    def export(name: str) -> None:
+        with slots.slot(name[0]):
+            order.append(name)
+            gates[name].wait(10)
+
+    threads = [threading.Thread(target=export, args=(name,)) for name in names]
+    for queued, thread in enumerate(threads):  # a0 holds the slot; a1-a3, then b4 wait in order
+        thread.start()
+        _wait(lambda queued=queued: len(order) + slots.waiting("a") + slots.waiting("b") == queued + 1)
+    for step in range(len(names)):  # let the holder go; the next one takes the slot
+        gates[order[step]].set()
+        _wait(lambda step=step: len(order) == min(step + 2, len(names)) or step == len(names) - 1)
+    for thread in threads:
+        thread.join(10)
+    assert order == ["a0", "a1", "b4", "a2", "a3"]  # a FIFO would serve b4 last
+    assert slots.busy == 0

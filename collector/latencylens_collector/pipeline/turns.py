@@ -7,15 +7,17 @@ robin), each project's exports in arrival order. The queue and the writer are fa
 (:mod:`latencylens_collector.pipeline.queue`), so an export waits for at most one export of each
 other project at every step.
 
-Event-loop only (no locks): acquire and release run on the loop that serves the requests.
+:class:`FairTurns` is for the event loop (OTLP/HTTP: acquire and release run on the loop that
+serves the requests, no locks); :class:`FairSlots` is the same for threads (OTLP/gRPC's workers).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 
 class FairTurns:
@@ -85,3 +87,53 @@ class FairTurns:
             if not waiter.done():
                 self._busy += 1
                 waiter.set_result(None)
+
+
+class FairSlots:
+    """:class:`FairTurns` for threads: at most ``capacity`` holders, waiting projects in turn."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self._busy = 0
+        self._waiting: dict[str, deque[list[bool]]] = {}
+        self._turns: deque[str] = deque()
+        self._cond = threading.Condition()
+
+    @property
+    def busy(self) -> int:
+        return self._busy
+
+    def waiting(self, project: str) -> int:
+        with self._cond:
+            return len(self._waiting.get(project, ()))
+
+    @contextmanager
+    def slot(self, project: str) -> Iterator[None]:
+        """Hold a slot for ``project`` while the block runs (released however it ends)."""
+        with self._cond:
+            if self._busy < self.capacity and not self._turns:
+                self._busy += 1
+            else:
+                granted = [False]  # set by the releasing thread, which counts the slot for us
+                queue = self._waiting.get(project)
+                if queue is None:
+                    queue = self._waiting[project] = deque()
+                    self._turns.append(project)
+                queue.append(granted)
+                while not granted[0]:
+                    self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy -= 1
+                while self._busy < self.capacity and self._turns:
+                    turn = self._turns.popleft()
+                    waiters = self._waiting[turn]
+                    waiters.popleft()[0] = True
+                    self._busy += 1
+                    if waiters:
+                        self._turns.append(turn)
+                    else:
+                        del self._waiting[turn]
+                self._cond.notify_all()
