@@ -30,7 +30,8 @@ class RequestSummary(BaseModel):
     )
     provenance: dict[str, str] = Field(
         description="Per component: reported, measured or derived; under ttft, where ttft_ns came from "
-        "(measured by a client, or reported by a server such as vLLM)."
+        "(measured by a client, or reported by a server such as vLLM); under trace, too_large when the "
+        "trace had more spans than max_trace_spans (the parts are then those of its spans under the cap)."
     )
     inconsistent: bool = Field(
         description="A provider's timing did not add up: more server time than was measured (parts clipped), "
