@@ -46,7 +46,7 @@ EVENT_BYTES: Final = 150
 def rows_bytes(rows: Sequence[SpanRow]) -> int:
     """What decoded spans weigh, in bytes: the size of each string they hold (``sys.getsizeof``:
     a text with one character outside Latin-1 takes 2 or 4 bytes per character) plus the fixed
-    costs above. Checked against tracemalloc (tests/collector/test_limits_queue.py): never below
+    costs above. Checked against tracemalloc (tests/unit/collector/pipeline/test_limits_queue.py): never below
     what the spans hold. The resource counts once per span, as each span is inserted (and
     spooled) with it, so an export cannot weigh little in the queue and much in the writer."""
     total = 0
