@@ -256,6 +256,14 @@ def token_line(detail: Mapping[str, Any]) -> str:
     return line
 
 
+def cost_line(detail: Mapping[str, Any]) -> str:
+    """``cost: $0.00225 (genai-prices 0.2.3)``, or ``cost: no price``."""
+    cost = detail.get("cost_usd")
+    if cost is None:
+        return "cost: no price"
+    return f"cost: ${cost:.4g}" + (f" ({detail['price_data']})" if detail.get("price_data") else "")
+
+
 def explanation_text(detail: Mapping[str, Any], columns: int | None = None) -> str:
     """The request, the sentence, the parts, and the span tree with self time and critical share."""
     limit = columns or width()
@@ -276,6 +284,7 @@ def explanation_text(detail: Mapping[str, Any], columns: int | None = None) -> s
             f"({percent(explanation['share'])}, {explanation['provenance']})"
         ),
         *wrapped(token_line(detail)),
+        *wrapped(cost_line(detail)),
         "",
     ]
     # The components this request has, as in the web UI's breakdown: all ten are rarely there.

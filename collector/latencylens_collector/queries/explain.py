@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Final
+from typing import Any, Final
 
 from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.conventions import display_name
 from latencylens_collector.analysis.conventions.same_call import same_call_marks
 from latencylens_collector.analysis.conventions.trace import resolve_trace
+from latencylens_collector.analysis.costs import price_data_version, request_cost_usd
 from latencylens_collector.analysis.explanation import explain
 from latencylens_collector.analysis.records import STATUS_NAMES, SpanRow
 from latencylens_collector.analysis.request_rows import attribute, span_hex
@@ -42,7 +43,17 @@ def request_detail(store: Store, project: str, trace_id_hex: str) -> RequestDeta
         busy={name: int(row[f"busy_{name}_ns"]) for name in COMPONENTS},
         explanation=Explanation(**asdict(found)),
         spans=span_tree(spans),
+        cost_usd=_cost(fields),
+        price_data=price_data_version(),
     )
+
+
+def _cost(fields: Mapping[str, Any]) -> float | None:
+    """The request's price when one call's counts are all known (:mod:`analysis.costs`)."""
+    counts = [fields["input_tokens"], fields["cache_read_input_tokens"], fields["output_tokens"]]
+    if fields["model_calls"] != 1 or None in counts:
+        return None
+    return request_cost_usd(fields["provider"], fields["model"], *counts)
 
 
 def span_tree(spans: Sequence[SpanRow]) -> list[SpanTree]:

@@ -115,6 +115,13 @@ class RequestDetail(RequestSummary):
     busy: dict[str, int] = Field(description="Exclusive ns per component summed over all spans.")
     explanation: Explanation
     spans: list[SpanTree] = Field(description="Root span first; orphans hang under the root.")
+    cost_usd: float | None = Field(
+        default=None,
+        description="US dollars for the request's tokens at its model and provider (genai-prices' bundled "
+        "data, offline); null when the data has no price for them, a count was not reported, or the "
+        "request made more than one model call (their models are not all known here).",
+    )
+    price_data: str | None = Field(default=None, description="The price data cost_usd comes from.")
 
 
 class Quantiles(BaseModel):

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from cli_data import FAST_ID, SLOW_ID, Loaded, load_two_requests
 
+from latencylens_collector.analysis.costs import price_data_version
 from latencylens_collector.cli.main import main
 from latencylens_collector.cli.output import utc
 from latencylens_collector.metadata import db
@@ -89,6 +90,8 @@ def test_slow_since_a_duration_ago(loaded: Loaded, capsys, monkeypatch: pytest.M
     assert out == "no requests in this window\n"
 
 
+# cost: llama-3.3-70b-versatile at groq, $0.59 / M input (no cache-read price: cached input at the
+# input price) and $0.79 / M output: 500 × 0.59e-6 + 101 × 0.79e-6 = $0.00037479
 EXPLAIN_HEAD = """shop / POST /chat
 trace id: {trace_id}
 start: {start}
@@ -97,6 +100,7 @@ model: llama-3.3-70b-versatile (groq)
 {sentence}
 dominant: decode 800.0 ms (40%, reported)
 tokens: 500 in (100 cached) → 101 out
+cost: $0.0003748 ({price_data})
 
 Critical path (ms)
 
@@ -126,12 +130,15 @@ def test_explain_by_prefix(loaded: Loaded, capsys, monkeypatch: pytest.MonkeyPat
     assert narrow == EXPLAIN_HEAD.format(
         trace_id=SLOW_ID,
         start=loaded.start,
+        price_data=price_data_version(),
         sentence="Generating output tokens (decode) on llama-3.3-70b-versatile (groq) took 800 ms\n"
         "of the request's 2.00 s (40%); as reported by groq.",
     )
     assert_within(narrow, 80)
     wide = output(["explain", SLOW_ID, "--url", loaded.url], 200, capsys, monkeypatch)
-    assert wide == EXPLAIN_HEAD.format(trace_id=SLOW_ID, start=loaded.start, sentence=sentence)
+    assert wide == EXPLAIN_HEAD.format(
+        trace_id=SLOW_ID, start=loaded.start, sentence=sentence, price_data=price_data_version()
+    )
 
 
 def test_stats(loaded: Loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:

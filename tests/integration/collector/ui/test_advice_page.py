@@ -150,6 +150,10 @@ def test_overview_and_request_pages_link_to_the_advice(page_at) -> None:
     overview = page_at("/ui/overview")
     assert overview.locator("#advice-link").get_attribute("href") == "/ui/advice"
     request = page_at(f"/ui/requests/{trace_id(1003).hex()}")  # a /story request with 1000 tokens
+    assert request.locator("[data-fact=cost] .value").text_content() == "no price"  # m-writer has none
+    # gpt-4o: 500 input tokens at $2.50 / M and 80 output at $10 / M = $0.00125 + $0.0008
+    answer = page_at(f"/ui/requests/{trace_id(6000).hex()}")
+    assert answer.locator("[data-fact=cost] .value").text_content() == "$0.00205"
     link = request.locator("#advice-link")
     query = parse_qs(urlparse(link.get_attribute("href")).query)
     assert query == {"route": ["POST /story"], "model": ["m-writer"]}

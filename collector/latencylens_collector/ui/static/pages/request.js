@@ -242,6 +242,7 @@ export async function render(root, traceId) {
       tokenFact("Input tokens", detail.input_tokens, "input_tokens"),
       tokenFact("Output tokens", detail.output_tokens, "output_tokens"),
       tokenFact("Cached input tokens", detail.cache_read_input_tokens, "cached_tokens"),
+      fact("Cost", detail.cost_usd === null || detail.cost_usd === undefined ? "no price" : `$${Number(detail.cost_usd).toPrecision(3)}`, detail.cost_usd === null || detail.cost_usd === undefined ? null : "derived", "cost"),
       fact("Model calls · spans", `${detail.model_calls} · ${detail.span_count}`, null, "counts")),
     h("h2", { text: "Where the time went" }),
     breakdownTable(detail),
