@@ -19,14 +19,16 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from latencylens_collector.api.server import ServiceThread
 from latencylens_collector.settings import Settings
 from latencylens_collector.settings import chdb_dsn as _chdb_dsn
-from latencylens_collector.storage.store import Store
+
+if TYPE_CHECKING:  # imported by the fixtures that use them: unit tests need neither (seconds saved)
+    from latencylens_collector.api.server import ServiceThread
+    from latencylens_collector.storage.store import Store
 
 SERVER_URL_ENV = "LATENCYLENS_TEST_CLICKHOUSE_URL"
 """Set to an http(s) ClickHouse DSN to run the server-only tests; they are skipped otherwise."""
@@ -74,6 +76,8 @@ def make_settings(chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Ca
 
 @pytest.fixture
 def store(make_settings: Callable[..., Settings]) -> Iterator[Store]:
+    from latencylens_collector.storage.store import Store
+
     the_store = Store(make_settings())
     the_store.migrate()
     yield the_store
@@ -82,6 +86,8 @@ def store(make_settings: Callable[..., Settings]) -> Iterator[Store]:
 
 @pytest.fixture
 def start_collector(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., RunningCollector]]:
+    from latencylens_collector.api.server import ServiceThread
+
     started: list[ServiceThread] = []
 
     def start(**settings_overrides: Any) -> RunningCollector:
