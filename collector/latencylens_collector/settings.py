@@ -25,6 +25,8 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 ENV_PREFIX: Final = "LATENCYLENS_"
+PRICE_FIELDS: Final = frozenset({"input", "cached_input", "output"})
+"""Per-model price override keys (``prices``): US dollars per million tokens."""
 DEFAULT_DATA_DIR: Final = Path(".latencylens") / "data"
 """The data directory, relative to the working directory: chdb's files, the metadata database, the spool."""
 METADATA_FILE: Final = "metadata.db"
@@ -364,6 +366,12 @@ class Settings(BaseSettings):
         description="Per project, the (service, model) pairs with the most requests that get series of "
         "their own in /metrics' latency histograms (the rest add up under ``other``); SLOs likewise.",
     )
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Prices that take precedence over genai-prices' bundled data (a self-hosted model, "
+        'a negotiated rate), as JSON: ``{"provider/model": {"input": 0.5, "cached_input": 0.1, '
+        '"output": 1.5}}`` in US dollars per million tokens; ``cached_input`` defaults to ``input``.',
+    )
 
     def __init__(self, environ: Mapping[str, str] | None = None, **arguments: Any) -> None:
         given = {name: value for name, value in arguments.items() if value is not None and value != ""}
@@ -397,6 +405,23 @@ class Settings(BaseSettings):
             if is_chdb(dsn):
                 return {**values, "data_dir": chdb_path(dsn)}
         return values
+
+    @field_validator("prices")
+    @classmethod
+    def _price_entries(cls, prices: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for key, price in prices.items():
+            provider, _, model = key.partition("/")
+            if not provider or not model:
+                raise ValueError(f"{ENV_PREFIX}PRICES: {key!r} is not provider/model")
+            unknown = set(price) - PRICE_FIELDS
+            if unknown or not {"input", "output"} <= set(price):
+                raise ValueError(
+                    f"{ENV_PREFIX}PRICES: {key!r} needs input and output (and may have cached_input), "
+                    f"US dollars per million tokens; got {sorted(price)}"
+                )
+            if any(not 0 <= value < float("inf") for value in price.values()):
+                raise ValueError(f"{ENV_PREFIX}PRICES: {key!r} has a negative or infinite price")
+        return prices
 
     @field_validator("data_dir")
     @classmethod

@@ -36,7 +36,7 @@ from latencylens_collector.analysis.attribution import (
     RETRIEVAL,
     TOOL,
 )
-from latencylens_collector.analysis.costs import request_cost_usd
+from latencylens_collector.analysis.costs import Prices, request_cost_usd
 from latencylens_collector.analysis.explanation import format_ns
 
 SHORTEN_OUTPUTS: Final = "shorten_outputs"
@@ -175,11 +175,12 @@ class MeanUsage:
     cached_tokens: int = 0
     output_tokens: int = 0
 
-    def cost_usd(self, provider: str, model: str) -> float | None:
+    def cost_usd(self, provider: str, model: str, prices: Prices | None = None) -> float | None:
         """The cost of a mean request (:func:`costs.request_cost_usd`); None without counts or price."""
         if self.requests == 0:
             return None
-        return request_cost_usd(provider, model, self.input_tokens, self.cached_tokens, self.output_tokens)
+        counts = (self.input_tokens, self.cached_tokens, self.output_tokens)
+        return request_cost_usd(provider, model, *counts, prices=prices)
 
 
 @dataclass(frozen=True)
@@ -306,14 +307,20 @@ def confidence(samples: int, coverage: float, min_requests: int, ceiling: str = 
 
 
 def plan_group(
-    measures: GroupMeasures, alternatives: Sequence[Alternative], min_requests: int, by: Sequence[str]
+    measures: GroupMeasures,
+    alternatives: Sequence[Alternative],
+    min_requests: int,
+    by: Sequence[str],
+    prices: Prices | None = None,
 ) -> GroupPlan:
-    """Each lever's what-if parameters for one group, or why it does not apply."""
+    """Each lever's what-if parameters for one group, or why it does not apply; ``prices`` (the
+    configured ones) price the models ``switch_model`` compares."""
     what_if = WhatIf()
     levers = []
-    for planner in (_plan_outputs, _plan_prefix, _plan_queue, _plan_network, _plan_parallel, _plan_model):
+    for planner in (_plan_outputs, _plan_prefix, _plan_queue, _plan_network, _plan_parallel):
         lever, what_if = planner(measures, alternatives, min_requests, by, what_if)
         levers.append(lever)
+    levers.append(_plan_model(measures, alternatives, min_requests, by, prices))
     return GroupPlan(measures, what_if, tuple(levers))
 
 
@@ -585,24 +592,24 @@ def _plan_parallel(
 
 
 def _plan_model(
-    m: GroupMeasures, alts: Sequence[Alternative], min_requests: int, by: Sequence[str], what_if: WhatIf
-) -> tuple[LeverPlan, WhatIf]:
+    m: GroupMeasures, alts: Sequence[Alternative], min_requests: int, by: Sequence[str], prices: Prices | None
+) -> LeverPlan:
     evidence: dict[str, str | int | float | None] = {"route": m.route, "model": m.model}
     if "route" not in by or "model" not in by:
         reason = "needs groups by route and model to compare the models of one route"
-        return LeverPlan(SWITCH_MODEL, reason, evidence), what_if
+        return LeverPlan(SWITCH_MODEL, reason, evidence)
     candidates = [
         a
         for a in alts
         if a.route == m.route and a.model != m.model and a.count >= min_requests and a.e2e.p95 is not None
     ]
     best = min(candidates, key=lambda a: (a.e2e.p95 or 0, a.model, a.provider)) if candidates else None
-    evidence["cost_per_request_usd"] = m.usage.cost_usd(m.provider, m.model)
+    evidence["cost_per_request_usd"] = m.usage.cost_usd(m.provider, m.model, prices)
     if best is not None:
         evidence.update(
             {
                 "alternative": f"{best.model} at {best.provider}",
-                "alternative_cost_per_request_usd": best.usage.cost_usd(best.provider, best.model),
+                "alternative_cost_per_request_usd": best.usage.cost_usd(best.provider, best.model, prices),
                 "alternative_requests": best.count,
                 "alternative_e2e_p50_ns": best.e2e.p50,
                 "alternative_e2e_p95_ns": best.e2e.p95,
@@ -612,22 +619,19 @@ def _plan_model(
         )
     if best is None or m.e2e.p95 is None or (best.e2e.p95 or 0) >= m.e2e.p95:
         reason = f"no other model with {min_requests}+ requests on this route is faster at p95"
-        return LeverPlan(SWITCH_MODEL, reason, evidence), what_if
-    return (
-        LeverPlan(
-            SWITCH_MODEL,
-            None,
-            evidence,
-            confidence(best.count, 1.0, min_requests, "medium"),
-            (
-                f"this route's requests on {best.model} take what its {best.count} requests already "
-                "served there took (the same mix of prompts and answers)",
-                "answer quality is not measured here",
-            ),
-            f"switch to {best.model} at {best.provider}",
-            (best.e2e, best.ttft),
+        return LeverPlan(SWITCH_MODEL, reason, evidence)
+    return LeverPlan(
+        SWITCH_MODEL,
+        None,
+        evidence,
+        confidence(best.count, 1.0, min_requests, "medium"),
+        (
+            f"this route's requests on {best.model} take what its {best.count} requests already "
+            "served there took (the same mix of prompts and answers)",
+            "answer quality is not measured here",
         ),
-        what_if,
+        f"switch to {best.model} at {best.provider}",
+        (best.e2e, best.ttft),
     )
 
 

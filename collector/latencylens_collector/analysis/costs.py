@@ -9,6 +9,7 @@ import, so it is imported on the first lookup, not with this module.
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Mapping
 from functools import cache
 from typing import Final
 
@@ -24,12 +25,41 @@ def price_data_version() -> str | None:
         return None
 
 
-@cache
+Prices = Mapping[str, Mapping[str, float]]
+"""Configured prices (the ``prices`` setting): ``provider/model`` → ``input``, ``cached_input``
+(default: ``input``) and ``output``, US dollars per million tokens. They take precedence."""
+
+
 def request_cost_usd(
-    provider: str, model: str, input_tokens: int, cached_tokens: int, output_tokens: int
+    provider: str,
+    model: str,
+    input_tokens: int,
+    cached_tokens: int,
+    output_tokens: int,
+    prices: Prices | None = None,
 ) -> float | None:
     """US dollars for one call of ``model`` at ``provider`` with these counts (``input_tokens``
-    includes the ``cached_tokens`` read from the provider's cache); None without a price."""
+    includes the ``cached_tokens`` read from the provider's cache): at the configured price for
+    ``provider/model`` if there is one, else at genai-prices'; None without a price."""
+    configured = (prices or {}).get(f"{provider}/{model}")
+    if configured is not None:
+        return configured_cost_usd(configured, input_tokens, cached_tokens, output_tokens)
+    return _bundled_cost_usd(provider, model, input_tokens, cached_tokens, output_tokens)
+
+
+def configured_cost_usd(
+    price: Mapping[str, float], input_tokens: int, cached_tokens: int, output_tokens: int
+) -> float:
+    """Uncached input, cached input and output tokens at a configured price per million tokens."""
+    cached_price = price.get("cached_input", price["input"])
+    uncached = input_tokens - cached_tokens
+    return (uncached * price["input"] + cached_tokens * cached_price + output_tokens * price["output"]) / 1e6
+
+
+@cache
+def _bundled_cost_usd(
+    provider: str, model: str, input_tokens: int, cached_tokens: int, output_tokens: int
+) -> float | None:
     if not model or not provider:
         return None
     try:
@@ -45,6 +75,8 @@ def request_cost_usd(
 
 __all__ = [
     "PRICE_PACKAGE",
+    "Prices",
+    "configured_cost_usd",
     "price_data_version",
     "request_cost_usd",
 ]

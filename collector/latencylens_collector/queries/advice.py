@@ -33,7 +33,7 @@ from latencylens_collector.analysis.advice import (
     PrefillSums,
 )
 from latencylens_collector.analysis.attribution import COMPONENTS
-from latencylens_collector.analysis.costs import price_data_version
+from latencylens_collector.analysis.costs import Prices, price_data_version
 from latencylens_collector.queries._common import FILTER_COLUMNS, MAX_GROUPS, QueryError, finite_int
 from latencylens_collector.queries.advice_responses import (
     AdviceChange,
@@ -95,6 +95,7 @@ def advice(
     by: Sequence[str] = DEFAULT_BY,
     min_requests: int = DEFAULT_MIN_REQUESTS,
     include_all: bool = False,
+    prices: Prices | None = None,
 ) -> AdviceResponse:
     """Ranked levers per group of requests started in [since, until) (default: the last 24 h);
     with ``include_all``, the levers that do not apply too, each saying why."""
@@ -111,7 +112,9 @@ def advice(
     alternatives = _alternatives(store, wide)
     hours = _hours(store, scope, by)
     plans = [
-        levers.plan_group(_with_hours(m, hours.get(_key(m.key, by), ())), alternatives, min_requests, by)
+        levers.plan_group(
+            _with_hours(m, hours.get(_key(m.key, by), ())), alternatives, min_requests, by, prices
+        )
         for m in advised
     ]
     after = _what_if(store, scope, by, plans)
@@ -127,7 +130,7 @@ def advice(
                 dominant_share=m.share(m.dominant),
                 e2e_ns=AdvicePercentiles(p50=m.e2e.p50, p95=m.e2e.p95),
                 ttft_ns=AdvicePercentiles(p50=m.ttft.p50, p95=m.ttft.p95),
-                cost_per_request_usd=m.usage.cost_usd(m.provider, m.model),
+                cost_per_request_usd=m.usage.cost_usd(m.provider, m.model, prices),
                 priced_requests=m.usage.requests,
                 levers=[_lever(v) for v in verdicts if include_all or v.recommended],
             )

@@ -10,7 +10,7 @@ from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.conventions import display_name
 from latencylens_collector.analysis.conventions.same_call import same_call_marks
 from latencylens_collector.analysis.conventions.trace import resolve_trace
-from latencylens_collector.analysis.costs import price_data_version, request_cost_usd
+from latencylens_collector.analysis.costs import Prices, price_data_version, request_cost_usd
 from latencylens_collector.analysis.explanation import explain
 from latencylens_collector.analysis.records import STATUS_NAMES, SpanRow
 from latencylens_collector.analysis.request_rows import attribute, span_hex
@@ -20,8 +20,11 @@ from latencylens_collector.queries.scope import REQUEST_FIELDS, RequestScope
 from latencylens_collector.storage.store import Store
 
 
-def request_detail(store: Store, project: str, trace_id_hex: str) -> RequestDetail | None:
-    """The request's newest row and spans within ``project``; None when it is unknown there."""
+def request_detail(
+    store: Store, project: str, trace_id_hex: str, prices: Prices | None = None
+) -> RequestDetail | None:
+    """The request's newest row and spans within ``project``; None when it is unknown there.
+    ``prices``: configured prices that take precedence over the bundled price data."""
     trace_id = bytes.fromhex(trace_id_hex)
     sql, params = RequestScope(project, trace_ids=[trace_id]).latest(store, REQUEST_FIELDS)
     rows = store.query(sql, params)
@@ -43,17 +46,20 @@ def request_detail(store: Store, project: str, trace_id_hex: str) -> RequestDeta
         busy={name: int(row[f"busy_{name}_ns"]) for name in COMPONENTS},
         explanation=Explanation(**asdict(found)),
         spans=span_tree(spans),
-        cost_usd=_cost(fields),
+        cost_usd=_cost(fields, prices),
         price_data=price_data_version(),
     )
 
 
-def _cost(fields: Mapping[str, Any]) -> float | None:
+def _cost(fields: Mapping[str, Any], prices: Prices | None) -> float | None:
     """The request's price when one call's counts are all known (:mod:`analysis.costs`)."""
     counts = [fields["input_tokens"], fields["cache_read_input_tokens"], fields["output_tokens"]]
     if fields["model_calls"] != 1 or None in counts:
         return None
-    return request_cost_usd(fields["provider"], fields["model"], *counts)
+    input_tokens, cached_tokens, output_tokens = counts
+    return request_cost_usd(
+        fields["provider"], fields["model"], input_tokens, cached_tokens, output_tokens, prices=prices
+    )
 
 
 def span_tree(spans: Sequence[SpanRow]) -> list[SpanTree]:

@@ -54,6 +54,7 @@ NON_DEFAULT_TEXT = {
     "max_connections": "64",
     "metrics_top_series": "9",
     "access_log": "true",
+    "prices": '{"vllm/my-llama": {"input": 0.5, "output": 1.5}}',
 }
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from latencylens_collector import queries
-from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
+from latencylens_collector.api.deps import NowDep, ProjectDep, SettingsDep, StoreDep
 from latencylens_collector.api.params import FiltersDep, SinceQuery, UntilQuery
 from latencylens_collector.queries.advice import DEFAULT_BY, DEFAULT_MIN_REQUESTS, MAX_MIN_REQUESTS, advice
 from latencylens_collector.queries.advice_responses import AdviceResponse
@@ -29,6 +29,7 @@ router = APIRouter(prefix="/api/advice", tags=["advice"])
 )
 def get_advice(
     store: StoreDep,
+    settings: SettingsDep,
     project: ProjectDep,
     now: NowDep,
     filters: FiltersDep,
@@ -58,4 +59,5 @@ def get_advice(
         by=fields,
         min_requests=min_requests,
         include_all=all,
+        prices=settings.prices,
     )

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query
 
 from latencylens_collector import queries
-from latencylens_collector.api.deps import NowDep, ProjectDep, StoreDep
+from latencylens_collector.api.deps import NowDep, ProjectDep, SettingsDep, StoreDep
 from latencylens_collector.api.params import (
     FiltersDep,
     MinDurationMsQuery,
@@ -84,10 +84,11 @@ def lookup_trace_ids(
 )
 def get_request(
     store: StoreDep,
+    settings: SettingsDep,
     project: ProjectDep,
     trace_id: Annotated[str, Path(pattern=queries.TRACE_ID_PATTERN, description="32 hex characters.")],
 ) -> RequestDetail:
-    detail = queries.request_detail(store, project, trace_id.lower())
+    detail = queries.request_detail(store, project, trace_id.lower(), prices=settings.prices)
     if detail is None:
         raise HTTPException(status_code=404, detail=f"no request with trace id {trace_id}")
     return detail

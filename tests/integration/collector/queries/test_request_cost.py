@@ -51,3 +51,25 @@ def test_explain_prints_the_cost(priced, capsys, monkeypatch: pytest.MonkeyPatch
     assert "cost: $0.002875 (genai-prices " in capsys.readouterr().out
     assert main(["explain", trace_id(2).hex(), "--url", priced.url]) == 0
     assert "cost: no price" in capsys.readouterr().out
+
+
+def test_configured_prices_price_a_self_hosted_model(start_collector, capsys) -> None:
+    # LATENCYLENS_PRICES (the prices setting): $0.50 / M input, $0.10 / M cached input, $1.50 / M output
+    collector = start_collector(
+        prices={"openai/my-own-llama": {"input": 0.5, "cached_input": 0.1, "output": 1.5}}
+    )
+    start = (time.time_ns() // S - 600) * S
+    common = {"provider": "openai", "model": "my-own-llama", "input_tokens": 1000, "output_tokens": 100}
+    collector.store.upsert_requests(
+        [
+            request_row(n, start + n * S, {"decode": 500}, cached=400 if n == 1 else 0, **common)
+            for n in (1, 2)
+        ]
+    )
+    # (600 × 0.5 + 400 × 0.1 + 100 × 1.5) / 1e6 = $0.00049
+    assert detail(collector, 1)["cost_usd"] == pytest.approx(0.00049)
+    # The advisor prices the group's mean request: 1000 input, 200 cached (mean of 400 and 0), 100
+    # output → (800 × 0.5 + 200 × 0.1 + 100 × 1.5) / 1e6 = $0.00057
+    body = httpx.get(f"{collector.url}/api/advice", params={"min_requests": 1}, timeout=60).json()
+    (group,) = body["groups"]
+    assert group["cost_per_request_usd"] == pytest.approx(0.00057)
