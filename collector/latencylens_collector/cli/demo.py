@@ -61,5 +61,7 @@ def _demo(args: argparse.Namespace) -> int:
     )
     startup.check_writable(startup.writable_directories(settings))
     startup.claim_storage(settings)
+    if settings.port:
+        startup.listen(settings.host, settings.port).close()  # taken: one line, not a traceback
     startup.check_grpc_port(settings)
     return int(demo.main(args, print_requests, settings) or 0)

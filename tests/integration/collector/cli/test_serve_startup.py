@@ -218,3 +218,26 @@ def test_exports_are_not_logged_unless_asked(tmp_path: Path) -> None:
             logs[flag] = served.stop()
     assert "POST /v1/traces" not in logs[()], logs[()]
     assert '"POST /v1/traces HTTP/1.1" 200' in logs[("--access-log",)], logs[("--access-log",)]
+
+
+DEMO = [sys.executable, "-m", "latencylens_collector.cli.main", "demo"]
+
+
+def test_the_demo_on_a_busy_port_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = subprocess.run(
+            [*DEMO, "--no-serve", "--port", str(port), "--data-dir", str(tmp_path / "d")],
+            cwd=tmp_path,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_S,
+        )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"error: port {port} on 127.0.0.1 is in use (another latencylens serve?): stop that "
+        "process or choose another port with --port"
+    ]
