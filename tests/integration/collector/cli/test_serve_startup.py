@@ -241,3 +241,27 @@ def test_the_demo_on_a_busy_port_is_one_line(tmp_path: Path) -> None:
         f"error: port {port} on 127.0.0.1 is in use (another latencylens serve?): stop that "
         "process or choose another port with --port"
     ]
+
+
+def test_the_banner_names_a_server_without_its_password(tmp_path: Path) -> None:
+    from latencylens_collector.cli.startup import banner
+    from latencylens_collector.settings import Settings
+
+    settings = Settings(
+        clickhouse_dsn="https://lens:s3cret@ch.internal:8443/lens",
+        metadata_url="postgresql+psycopg://lens:hunter2@db.internal/lens",
+        data_dir=str(tmp_path),
+        spool_dir="off",
+        grpc_enabled=False,
+        access_log=True,
+        environ={},
+    )
+    lines = banner(settings, 4318, "disabled")
+    assert lines[4:9] == [
+        "  OTLP/gRPC   off (--no-grpc)",
+        "  storage     https://lens@ch.internal:8443/lens (ClickHouse server), database latencylens",
+        "  metadata    postgresql+psycopg://lens@db.internal/lens",
+        "  spool       off (LATENCYLENS_SPOOL_DIR=off)",
+        "  access log  on",
+    ]
+    assert not any("s3cret" in line or "hunter2" in line for line in lines)
