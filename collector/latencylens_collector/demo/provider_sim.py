@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 import sys
 import threading
 import time
@@ -104,6 +105,13 @@ class ProviderSimulator:
 class _QuietServer(ThreadingHTTPServer):
     """A client that hangs up mid-answer (an abandoned stream, a stopped demo) is its own business:
     no traceback. Any other error in a handler is still printed."""
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Each streamed chunk leaves at once: with Nagle's algorithm a small write waits for the
+        # previous one's acknowledgement (delayed by up to 40 ms), which the client would count
+        # as network time between tokens.
+        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().process_request(request, client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], ConnectionError):

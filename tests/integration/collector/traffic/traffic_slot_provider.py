@@ -12,7 +12,6 @@ prints its base URL, which keeps its timing honest beside a busy test process.
 from __future__ import annotations
 
 import argparse
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -57,20 +56,6 @@ class SlotPolicy:
         )
 
 
-def no_delay(simulator: ProviderSimulator) -> None:
-    """Send each streamed chunk at once: without TCP_NODELAY, Nagle's algorithm holds a small write
-    until the previous one is acknowledged, and delayed acknowledgements add up to 40 ms to a gap."""
-    server = simulator._server
-    handler = server.RequestHandlerClass
-
-    class NoDelayHandler(handler):  # type: ignore[misc,valid-type]
-        def setup(self) -> None:
-            super().setup()
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    server.RequestHandlerClass = NoDelayHandler
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Simulated OpenAI-compatible server with fixed slots.")
     parser.add_argument("--slots", type=int, default=2)
@@ -80,7 +65,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     policy = SlotPolicy(args.slots, args.prefill_ms_per_token / 1000, args.decode_ms_per_token / 1000)
     simulator = ProviderSimulator(policy, port=args.port, prefix="/v1")
-    no_delay(simulator)
     simulator.start()
     print(simulator.base_url, flush=True)
     threading.Event().wait()
