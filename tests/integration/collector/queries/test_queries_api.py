@@ -13,6 +13,7 @@ import httpx
 import pytest
 from queries_data import MS, S, bf16, request_row, trace_id
 
+from latencylens_collector.analysis import vocabulary
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.request_rows import build_request_row
 
@@ -496,4 +497,7 @@ def test_openapi_lists_the_query_routes(collector) -> None:
     assert {"/api/requests", "/api/requests/{trace_id}", "/api/stats", "/api/compare"} <= set(schema["paths"])
     assert {"StatsResponse", "CompareResponse", "Explanation"} <= set(schema["components"]["schemas"])
     parts = schema["components"]["schemas"]["RequestSummary"]["properties"]["parts"]["description"]
-    assert "inference, server_other, model_unattributed" in parts
+    # Every part key is described with its label, in the vocabulary's order.
+    keys = [term.key for term in vocabulary.PARTS]
+    positions = [parts.index(f'{term.key} ("{term.label}"') for term in vocabulary.PARTS]
+    assert positions == sorted(positions) and "model_unattributed" in keys

@@ -12,7 +12,7 @@ from latencylens_collector.settings import Settings
 def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     settings = Settings(environ={})
-    assert settings.metadata_url == f"sqlite:///{tmp_path.resolve()}/.latencylens/metadata.db"
+    assert settings.metadata_url == f"sqlite:///{tmp_path.resolve()}/.latencylens/data/metadata.db"
     assert settings.slo_file is None
     assert settings.slo_eval_interval_s == 60
     assert settings.slo_webhook_urls == () and settings.slo_slack_webhook_urls == ()
