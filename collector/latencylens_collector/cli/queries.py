@@ -373,7 +373,10 @@ def stats_text(body: Mapping[str, Any], columns: int | None = None) -> str:
             Column("tok/s", numeric=True),
             Column("cached", numeric=True),
         ],
-        notes=["share = the component's part of all time on the critical path"],
+        notes=[
+            "share = the component's part of all time on the critical path",
+            f"tok/s = mean {label('decode_tokens_per_second')} (output tokens / decode time)",
+        ],
         keys=len(keys),
     )
     for group in groups:

@@ -166,6 +166,7 @@ model                    top shares                               tok/s  cached
 llama-3.3-70b-versatile  decode 40%, network 23%, app, other 15%    126     20%
 m-small                  decode 40%, network 23%, app, other 15%    252     20%
 share = the component's part of all time on the critical path
+tok/s = mean decode rate (output tokens / decode time)
 """
     )
     wide = output(argv, 200, capsys, monkeypatch)
@@ -178,6 +179,7 @@ model                    n  e2e p50  e2e p95  e2e p99  ttft p95  itl p95  top sh
 llama-3.3-70b-versatile  1   1996.5   1996.5   1996.5     599.8      8.0  decode 40%, network 23%, app, other 15%    126     20%
 m-small                  1    998.2    998.2    998.2     299.9      4.0  decode 40%, network 23%, app, other 15%    252     20%
 share = the component's part of all time on the critical path
+tok/s = mean decode rate (output tokens / decode time)
 """
     )
 
