@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from latencylens_collector import queries
+from latencylens_collector.analysis.request_rows import STAMP_BITS, STAMP_EPOCH_MS
 from latencylens_collector.queries.responses import CompareResponse
 from latencylens_collector.settings import Settings, chdb_dsn
 from latencylens_collector.storage import rollup
@@ -48,7 +49,12 @@ _PROVIDERS = "['groq', 'groq', 'openai', 'openai', 'groq', 'groq']"
 # One request per number n: dimensions from a hash of n; components in ns; e2e is their sum.
 # In the second half of the day groq's queue grows by up to 150 ms, so compare has a story.
 REQUESTS_SQL = f"""
-INSERT INTO {{db}}.requests
+INSERT INTO {{db}}.requests (project, trace_id, start_time, e2e_ns, service, name, model, provider,
+  status_error, retrieval_ns, tool_ns, app_other_ns, network_ns, queue_ns, prefill_ns, decode_ns,
+  model_unattributed_ns, busy_retrieval_ns, busy_tool_ns, busy_app_other_ns, busy_network_ns,
+  busy_queue_ns, busy_prefill_ns, busy_decode_ns, busy_model_unattributed_ns, provenance,
+  inconsistent, input_tokens, output_tokens, cache_read_input_tokens, tokens_estimated, ttft_ns,
+  itl_ns, decode_tokens_per_second, model_calls, span_count, computed_at, version)
 SELECT {{project:String}}, sipHash128(n),
   fromUnixTimestamp64Nano(toInt64({{end:Int64}} - intDiv(n * 86400000000, {{n:UInt64}}) * 1000), 'UTC') AS st,
   retrieval + tool + app_other + network + queue + prefill + decode + unattributed AS e2e,
@@ -75,7 +81,10 @@ SELECT {{project:String}}, sipHash128(n),
   network + queue + prefill,
   toInt64(intDiv(decode, output_tokens - 1)),
   output_tokens / (decode / 1e9),
-  1, {SPANS_PER_REQUEST}, now64(6) + {{later_s:UInt32}}
+  1, {SPANS_PER_REQUEST}, now64(6) + {{later_s:UInt32}},
+  -- as row_version(): span count in the high bits, the insert stamp (ms since 2020) below
+  bitOr(bitShiftLeft(toUInt64({SPANS_PER_REQUEST}), {STAMP_BITS}),
+        toUInt64(toUnixTimestamp64Milli(now64(3)) + {{later_s:UInt32}} * 1000 - {STAMP_EPOCH_MS}))
 FROM (SELECT number AS n, cityHash64(number) AS h FROM numbers({{n:UInt64}}) WHERE n % {{every:UInt32}} = 0)
 """
 
