@@ -10,10 +10,12 @@ second Ctrl-C stops waiting. The clock and the wait are injectable for tests.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -66,6 +68,8 @@ class Runner:
         self._on_progress = on_progress or (lambda progress: None)
         self._clock = clock
         self._stop = threading.Event()
+        self._interrupted = False
+        """Set by the first Ctrl-C (a plain flag: a signal handler must not take the Event's lock)."""
         self._lock = threading.Lock()
         self._slots = threading.Semaphore(plan.concurrency or max_in_flight)
         self._workers = plan.concurrency or max_in_flight
@@ -82,15 +86,16 @@ class Runner:
         futures: list[Future[None]] = []
         pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="replay")
         try:
-            try:
-                self._dispatch(pool, futures)
-            except KeyboardInterrupt:
-                self._stop.set()
-            self._wait(futures)
+            with self._first_sigint_stops():
+                try:
+                    self._dispatch(pool, futures)
+                except KeyboardInterrupt:
+                    self._stop.set()
+                self._wait(futures)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
-            self.progress.interrupted = self._stop.is_set()
+            self.progress.interrupted = self._stop.is_set() or self._interrupted
             self.progress.elapsed_s = self._clock() - self._started_at
             return self.progress
 
@@ -117,8 +122,30 @@ class Runner:
         duration = self.plan.duration_ns
         return None if duration is None else self._started_at + duration / NS_PER_S
 
+    @contextmanager
+    def _first_sigint_stops(self) -> Iterator[None]:
+        """In the main thread, the first Ctrl-C only marks the run stopped: the dispatcher sees it
+        between two requests, never halfway through counting one (a KeyboardInterrupt there could
+        leave a request sent but not waited for). A second Ctrl-C raises as usual."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def on_sigint(signum: int, frame: object) -> None:
+            if self._interrupted:
+                raise KeyboardInterrupt
+            self._interrupted = True
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
     def _stopped(self, deadline: float | None) -> bool:
-        return self._stop.is_set() or (deadline is not None and self._clock() >= deadline)
+        if self._interrupted or self._stop.is_set():
+            return True
+        return deadline is not None and self._clock() >= deadline
 
     def _wait_until(self, arrival: Arrival, deadline: float | None) -> bool:
         """Sleep until ``arrival`` is due; False when the run stops first."""
