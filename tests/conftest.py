@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from collector_settings import collector_settings
 
 from latencylens_collector.settings import Settings
 from latencylens_collector.settings import chdb_dsn as _chdb_dsn
@@ -55,21 +56,8 @@ def chdb_dsn(tmp_path_factory: pytest.TempPathFactory) -> str:
 def make_settings(chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
         database = f"test_{os.getpid()}_{next(_database_numbers)}"
-        metadata_dir = tmp_path_factory.mktemp(f"metadata_{database}")
-        values: dict[str, Any] = {
-            "clickhouse_dsn": chdb_dsn,
-            "database": database,
-            # Keys and SLOs of each test in its own SQLite file, never the working folder's.
-            "metadata_url": f"sqlite:///{metadata_dir / 'metadata.db'}",
-            "host": "127.0.0.1",
-            "port": 0,
-            "grpc_port": 0,  # OTLP/gRPC on a free port too, never the shared 4317
-            # No background reconciler unless a test asks: some tests store request rows that
-            # differ from their spans on purpose (the convergence tests drive reconcilers).
-            "reconcile_interval_s": 0,
-        }
-        values.update(overrides)
-        return Settings(**values, environ={})
+        folder = tmp_path_factory.mktemp(f"metadata_{database}")
+        return collector_settings(chdb_dsn, database, folder, **overrides)
 
     return make
 

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from collector_settings import collector_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from otlp_builders import MS, chat_trace, post_protobuf, recent_base_ns
@@ -43,16 +44,8 @@ schema lists the same ones)."""
 def service(chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceThread]:
     """A collector holding a few requests and one SLO, so lookups can also hit real rows."""
     folder = tmp_path_factory.mktemp("fuzz_params")
-    the_settings = Settings(
-        clickhouse_dsn=chdb_dsn,
-        database=f"fuzz_params_{os.getpid()}",
-        metadata_url=f"sqlite:///{folder / 'metadata.db'}",
-        host="127.0.0.1",
-        port=0,
-        grpc_port=0,
-        reconcile_interval_s=0,
-        spool_dir=str(folder / "spool"),
-        environ={},
+    the_settings = collector_settings(
+        chdb_dsn, f"fuzz_params_{os.getpid()}", folder, spool_dir=str(folder / "spool")
     )
     running = ServiceThread(the_settings).start()
     base = recent_base_ns()

@@ -10,12 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
+from collector_settings import collector_settings
 from otlp_builders import MS, chat_trace, new_span_id, new_trace_id, post_protobuf, recent_base_ns, span
 
 from latencylens import semconv
 from latencylens_collector.api.server import ServiceThread
 from latencylens_collector.queries.explain import MAX_NESTING
-from latencylens_collector.settings import Settings
 
 OVER_INT64 = str(2**63)
 
@@ -25,16 +25,8 @@ def served(chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     """One collector with three requests (1, 2 and 3 s), shared by the module's tests (each reads
     or adds traces of its own)."""
     folder = tmp_path_factory.mktemp("param_bounds")
-    settings = Settings(
-        clickhouse_dsn=chdb_dsn,
-        database=f"param_bounds_{os.getpid()}",
-        metadata_url=f"sqlite:///{folder / 'metadata.db'}",
-        host="127.0.0.1",
-        port=0,
-        grpc_port=0,
-        reconcile_interval_s=0,
-        spool_dir=str(folder / "spool"),
-        environ={},
+    settings = collector_settings(
+        chdb_dsn, f"param_bounds_{os.getpid()}", folder, spool_dir=str(folder / "spool")
     )
     service = ServiceThread(settings).start()
     base = recent_base_ns()
