@@ -55,7 +55,8 @@ def chdb_dsn(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture
 def make_settings(chdb_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
-        database = f"test_{os.getpid()}_{next(_database_numbers)}"
+        # A test that restarts a collector on the same data passes the first one's database.
+        database = overrides.pop("database", None) or f"test_{os.getpid()}_{next(_database_numbers)}"
         folder = tmp_path_factory.mktemp(f"metadata_{database}")
         return collector_settings(chdb_dsn, database, folder, **overrides)
 
