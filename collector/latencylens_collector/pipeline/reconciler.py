@@ -5,11 +5,12 @@ each insert, from what it sees then. With several collectors, replicas or a cras
 insert and the row write, that can be a row of part of the trace, or no row at all. The reconciler
 runs in every collector (:class:`~latencylens_collector.runtime.scheduler.Scheduler`):
 
-1. Traces whose spans were inserted in ``(cursor − settle, now − settle]`` on the store's clock are
+1. Traces whose spans were inserted in ``(cursor, now − settle]`` on the store's clock are
    found in ``traces_touched`` (a view on span inserts, so every insert counts, whoever made it),
    one minute of inserts at a time. A trace with a later insert has not settled and waits for a
-   later window. Each trace is looked at twice, one settle delay apart, so an insert that became
-   visible up to a settle delay late is still seen.
+   later window. Each trace is looked at twice, one settle delay apart (the same window a settle
+   delay earlier is read again), so an insert that became visible up to a settle delay late is
+   still seen.
 2. Per minute, one narrow query gives what is stored of each of those traces (distinct spans,
    latest insert stamp) and one their live request rows, both selecting the traces by subquery. A
    trace with exactly one live row whose version is what its stored spans give is done; that is
@@ -34,7 +35,7 @@ from opentelemetry import context as otel_context
 from latencylens_collector.analysis.request_rows import row_version, trace_rows
 from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
-from latencylens_collector.storage.trace_state import Stamp, TraceKey
+from latencylens_collector.storage.trace_state import Stamp, TraceKey, Window
 
 _log = logging.getLogger(__name__)
 
@@ -70,29 +71,37 @@ class Reconciler:
     def run_once(self) -> Pass:
         """Look at every trace that settled since the last pass, one minute of inserts at a time.
         Raises StorageError."""
-        until_us = self.store.now_ns() // 1000 - self.settle_us
-        if self.done_until_us is None:
-            after_us = until_us - self.lookback_us
-        else:
-            after_us = min(self.done_until_us, until_us) - self.settle_us
+        window = self._window(self.store.now_ns() // 1000 - self.settle_us)
         result = Pass()
-        for minute_s in trace_state.touched_minutes(self.store, after_us, until_us):
-            checked, rewritten = self._reconcile_minute(minute_s, after_us, until_us)
+        for minute_s in trace_state.touched_minutes(self.store, window):
+            checked, rewritten = self._reconcile_minute(minute_s, window)
             result.checked += checked
             result.rewritten += rewritten
-        self.done_until_us = max(until_us, self.done_until_us or until_us)
+        self.done_until_us = max(window.until, self.done_until_us or window.until)
         return result
 
-    def _reconcile_minute(self, minute_s: int, after_us: int, until_us: int) -> tuple[int, int]:
+    def _window(self, until_us: int) -> Window:
+        """Inserts new since the last pass, and those a settle delay older for their second look:
+        each trace is looked at exactly twice however often passes run (passes closer together
+        than the settle delay would otherwise look at it once per pass in the delay)."""
+        if self.done_until_us is None:
+            return Window(until_us - self.lookback_us, until_us)
+        done_us = min(self.done_until_us, until_us)
+        again_after, again_until = done_us - self.settle_us, until_us - self.settle_us
+        if again_until >= done_us:  # a pass later than the settle delay: the two windows meet
+            return Window(again_after, until_us)
+        return Window(done_us, until_us, again_after, again_until)
+
+    def _reconcile_minute(self, minute_s: int, window: Window) -> tuple[int, int]:
         """(traces looked at, traces rewritten) among those inserted in one minute of the window.
-        A trace with a span inserted after ``until`` has not settled: a later window takes it."""
-        stamps = trace_state.touched_stamps(self.store, minute_s, after_us, until_us)
-        settled = {key: stamp for key, stamp in stamps.items() if stamp.last_insert_us <= until_us}
+        A trace with a span inserted after the window has not settled: a later pass takes it."""
+        stamps = trace_state.touched_stamps(self.store, minute_s, window)
+        settled = {key: stamp for key, stamp in stamps.items() if stamp.last_insert_us <= window.until}
         if not settled:
             return 0, 0
         since = min(stamp.first_start_ns for stamp in settled.values())
         until_start = max(stamp.last_start_ns for stamp in settled.values())
-        live = trace_state.touched_live_rows(self.store, minute_s, after_us, until_us, since, until_start)
+        live = trace_state.touched_live_rows(self.store, minute_s, window, since, until_start)
         todo: dict[str, list[bytes]] = defaultdict(list)
         for (project, trace_id), stamp in settled.items():
             if not _converged(stamp, live.get((project, trace_id), [])):

@@ -67,11 +67,13 @@ _TOUCHED_IN: Final = """
 SELECT project, trace_id FROM {touched}
 WHERE minute = toDateTime({{minute:UInt32}}, 'UTC')
 GROUP BY project, trace_id
-HAVING max(last_insert) > fromUnixTimestamp64Micro({{after:Int64}}, 'UTC')
-   AND max(last_insert) <= fromUnixTimestamp64Micro({{until:Int64}}, 'UTC')
+HAVING (max(last_insert) > fromUnixTimestamp64Micro({{after:Int64}}, 'UTC')
+         AND max(last_insert) <= fromUnixTimestamp64Micro({{until:Int64}}, 'UTC'))
+    OR (max(last_insert) > fromUnixTimestamp64Micro({{again_after:Int64}}, 'UTC')
+         AND max(last_insert) <= fromUnixTimestamp64Micro({{again_until:Int64}}, 'UTC'))
 """
-"""Traces with spans inserted in (after, until] during one minute (the store's clock): a range of
-``traces_touched``'s key, so a window is read one minute at a time, each minute once."""
+"""Traces whose latest insert during one minute (the store's clock) falls in either of a pass's two
+windows (:class:`Window`): a range of ``traces_touched``'s key, so a pass reads each minute once."""
 
 _TOUCHED_STAMPS: Final = """
 SELECT project, trace_id, count() AS stored, uniqExact(span_id) AS spans,
@@ -103,6 +105,30 @@ ORDER BY minute_s
 
 TraceKey = tuple[str, bytes]
 """(project, trace id)."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """The inserts one reconciler pass looks at (µs, store clock): those new since the last pass,
+    ``(after, until]``, and, to look at each trace a second time, those a settle delay older,
+    ``(again_after, again_until]`` (empty when ``again_after == again_until``)."""
+
+    after: int
+    until: int
+    again_after: int = 0
+    again_until: int = 0
+
+    @property
+    def earliest(self) -> int:
+        return min(self.after, self.again_after) if self.again_until > self.again_after else self.after
+
+    def params(self) -> dict[str, int]:
+        return {
+            "after": self.after,
+            "until": self.until,
+            "again_after": self.again_after,
+            "again_until": self.again_until,
+        }
 
 
 def _stamp(row: Mapping[str, Any]) -> Stamp:
@@ -143,16 +169,17 @@ def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dic
     return {trace_id: StoredTrace(trace_spans, latest[trace_id]) for trace_id, trace_spans in spans.items()}
 
 
-def touched_minutes(store: Store, after_us: int, until_us: int) -> list[int]:
-    """Start (unix s) of each minute with spans inserted in the window (after, until], in order."""
+def touched_minutes(store: Store, window: Window) -> list[int]:
+    """Start (unix s) of each minute with spans inserted in the window, in order."""
     sql = _TOUCHED_MINUTES.format(touched=store.table("traces_touched"))
-    return [int(row["minute_s"]) for row in store.query(sql, {"after": after_us, "until": until_us})]
+    params = {"after": window.earliest, "until": window.until}
+    return [int(row["minute_s"]) for row in store.query(sql, params)]
 
 
-def touched_stamps(store: Store, minute_s: int, after_us: int, until_us: int) -> dict[TraceKey, Stamp]:
-    """:class:`Stamp` of every trace with spans inserted in (after, until] during the minute that
-    starts at ``minute_s``, in one query (the traces are a subquery, not a list sent along)."""
-    params = {"minute": minute_s, "after": after_us, "until": until_us}
+def touched_stamps(store: Store, minute_s: int, window: Window) -> dict[TraceKey, Stamp]:
+    """:class:`Stamp` of every trace whose latest insert during the minute that starts at
+    ``minute_s`` is in the window, in one query (the traces are a subquery, not a list sent along)."""
+    params = {"minute": minute_s, **window.params()}
     rows = store.query(
         _TOUCHED_STAMPS.format(spans=store.table("spans"), touched_in=_touched_in(store)), params
     )
@@ -160,17 +187,11 @@ def touched_stamps(store: Store, minute_s: int, after_us: int, until_us: int) ->
 
 
 def touched_live_rows(
-    store: Store, minute_s: int, after_us: int, until_us: int, since_ns: int, until_start_ns: int
+    store: Store, minute_s: int, window: Window, since_ns: int, until_start_ns: int
 ) -> dict[TraceKey, list[tuple[int, int]]]:
     """(start ns, version) of each live request row of the same traces as :func:`touched_stamps`,
     among rows starting in [since, until_start]."""
-    params = {
-        "minute": minute_s,
-        "after": after_us,
-        "until": until_us,
-        "since": since_ns,
-        "until_start": until_start_ns,
-    }
+    params = {"minute": minute_s, **window.params(), "since": since_ns, "until_start": until_start_ns}
     sql = _TOUCHED_LIVE_ROWS.format(requests=store.table("requests"), touched_in=_touched_in(store))
     found: dict[TraceKey, list[tuple[int, int]]] = {}
     for row in store.query(sql, params):
