@@ -23,7 +23,8 @@ Each body carries what the SQL needs beside it, appended to the message as field
 does not use (:func:`envelope`; a receiver only admits bodies whose top level is OTLP's field 1,
 so a sender cannot set them): its project, batch id and position, the collector's clock and the
 limits. The views therefore hold no setting, and the schema is passed inline
-(``format_schema_source = 'string'``), so a ClickHouse server needs no ``format_schema_path``.
+(``format_schema_source = 'string'``), so a ClickHouse server needs no ``format_schema_path``;
+the embedded engine reads it from a file in the data directory (:func:`insert_settings`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,21 @@ INSERT_SETTINGS: Final = {
 """Settings of the INSERT (and so of its views). Short-circuit evaluation is off: it filters the
 spans' nested columns again for each condition of ``plain``, which costs more (≈ a third of the
 views' CPU) than evaluating every branch."""
+
+
+def schema_file_name() -> str:
+    """The schema's file name where it is written to a file (the embedded engine), named by its
+    content so a changed schema never meets an older compiled copy."""
+    return f"otlp_body_{hashlib.sha256(PROTO.encode()).hexdigest()[:16]}.proto"
+
+
+def insert_settings(schema_file: str | None = None) -> dict[str, object]:
+    """:data:`INSERT_SETTINGS`, reading the schema from ``schema_file`` (an absolute path) when
+    given: the embedded engine compiles an inline schema from a copy it writes under the working
+    directory (``__cache__/``), so there the collector writes the file into its data directory."""
+    if schema_file is None:
+        return dict(INSERT_SETTINGS)
+    return {**INSERT_SETTINGS, "format_schema": schema_file, "format_schema_source": "file"}
 
 
 # --- the envelope ---------------------------------------------------------------------------------
@@ -474,9 +490,11 @@ __all__ = [
     "Verdict",
     "envelope",
     "framed",
+    "insert_settings",
     "landing_table",
     "otlp_frame_ok",
     "read_verdicts",
+    "schema_file_name",
     "statements",
     "verdicts_sql",
 ]

@@ -200,7 +200,7 @@ _REQUEST_TYPE_OF: Final[dict[str, pa.DataType]] = {
     "version": pa.uint64(),
     "is_deleted": pa.uint8(),
     "root_missing": pa.uint8(),
-    **dict.fromkeys(("project", "service", "name", "model", "provider"), _STRING),
+    **dict.fromkeys(("project", "service", "name", "model", "provider", "price_version"), _STRING),
 }
 _REQUEST_TYPES: Final = tuple(_REQUEST_TYPE_OF.get(column, pa.int64()) for column in REQUEST_COLUMNS)
 """Every other column is an integer count of ns or tokens (``Int64``, some Nullable)."""
@@ -382,11 +382,25 @@ class Store:
                 for statement in otlp_sql.statements(self.database):
                     client.command(statement)
             self._otlp_views = True
-        settings = {**otlp_sql.INSERT_SETTINGS, "insert_deduplication_token": batch}
+        settings = {**self._otlp_insert_settings(), "insert_deduplication_token": batch}
         table = otlp_sql.landing_table(self.database)
         with self._guard("inserting OTLP bodies") as client:
             client.raw_insert(table, insert_block=data, fmt="Protobuf", settings=settings)
         return self.query(otlp_sql.verdicts_sql(self.database), {"batch": batch})
+
+    def _otlp_insert_settings(self) -> dict[str, object]:
+        """The OTLP bodies' INSERT settings; embedded, with the schema in a file of the data
+        directory (written once, atomically) rather than inline."""
+        dsn = self.settings.clickhouse_dsn
+        if not is_chdb(dsn):
+            return otlp_sql.insert_settings()
+        path = chdb_path(dsn) / "format_schemas" / otlp_sql.schema_file_name()
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(otlp_sql.PROTO, encoding="utf-8")
+            partial.replace(path)
+        return otlp_sql.insert_settings(str(path))
 
     # --- requests -----------------------------------------------------------------------------------
     def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -1,0 +1,32 @@
+"""The engine ingest path's OTLP schema on the embedded engine: read from a file in the data
+directory, never compiled from a copy the engine writes under the working directory (an inline
+schema leaves ``__cache__/`` in whatever folder the collector was started from)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from otlp_builders import chat_trace, protobuf_body, recent_base_ns
+
+from latencylens_collector.settings import chdb_path
+from latencylens_collector.storage import otlp_sql
+from latencylens_collector.storage.store import Store
+
+
+def test_engine_inserts_leave_nothing_in_the_working_directory(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    limits = otlp_sql.BodyLimits(recent_base_ns(), 65_536, 1_048_576, False, 16_384)
+    body = protobuf_body(chat_trace(recent_base_ns()))
+    verdicts = store.insert_otlp_bodies(
+        otlp_sql.framed([(body, otlp_sql.envelope("default", "b1", 0, limits))]), "b1"
+    )
+
+    assert verdicts, "the engine read the body"
+    assert list(tmp_path.iterdir()) == []
+    schema = chdb_path(store.settings.clickhouse_dsn) / "format_schemas" / otlp_sql.schema_file_name()
+    assert schema.read_text(encoding="utf-8") == otlp_sql.PROTO
+    spans = store.query(f"SELECT count() AS n FROM {store.table('spans')}")
+    assert spans[0]["n"] == 4  # chat_trace: root, retrieval, model call, tool
