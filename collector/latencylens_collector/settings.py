@@ -446,7 +446,20 @@ class Settings(BaseSettings):
     @field_validator("metadata_url")
     @classmethod
     def _metadata_location(cls, url: str, info: ValidationInfo) -> str:
-        return url or default_metadata_url(info.data.get("data_dir"))
+        if not url:
+            return default_metadata_url(info.data.get("data_dir"))
+        from sqlalchemy.engine import make_url  # only commands that open the database pay for it
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            make_url(url)
+        except ArgumentError:
+            raise ValueError(
+                f"{redact_dsn(url)!r} is not a database URL ({env_var('metadata_url')}, --metadata-url): "
+                "use sqlite:////abs/path/metadata.db or postgresql://user:password@host/database, or "
+                "leave it unset for metadata.db in the data directory"
+            ) from None
+        return url
 
     @field_validator("database", "clickhouse_cluster")
     @classmethod

@@ -19,7 +19,8 @@ from latencylens_collector.auth import KeyStore
 from latencylens_collector.auth.store import check_project_name
 from latencylens_collector.cli.errors import FAILED, USAGE, CliError
 from latencylens_collector.cli.output import Column, Table, note, render, show, show_json, utc
-from latencylens_collector.settings import Settings, env_var, redact_dsn
+from latencylens_collector.cli.startup import metadata_options, settings_or_exit
+from latencylens_collector.settings import env_var, redact_dsn
 
 LOCAL_MODE = "no keys: the collector runs in local mode (project 'default', loopback only)"
 NOT_OVER_HTTP = (
@@ -71,11 +72,7 @@ def register(subparsers: Any) -> None:
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--metadata-url",
-        help=f"SQLAlchemy URL of the metadata database (env {env_var('metadata_url')}; "
-        "default sqlite:///./.latencylens/metadata.db)",
-    )
+    metadata_options(parser)
     # Accepted only to answer it with why keys do not go through the service.
     parser.add_argument("--url", help=argparse.SUPPRESS)
 
@@ -83,7 +80,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 def _store(args: argparse.Namespace) -> KeyStore:
     if args.url:
         raise CliError(NOT_OVER_HTTP, USAGE)
-    return KeyStore(Settings(metadata_url=args.metadata_url).metadata_url)
+    return KeyStore(settings_or_exit(metadata_url=args.metadata_url, data_dir=args.data_dir).metadata_url)
 
 
 def _create(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from latencylens_collector.cli import startup
 from latencylens_collector.cli.errors import FAILED, USAGE, CliError
 from latencylens_collector.cli.http import ServiceClient, add_client_options
 from latencylens_collector.cli.output import (
@@ -29,7 +30,6 @@ from latencylens_collector.cli.output import (
     show_json,
     utc,
 )
-from latencylens_collector.settings import env_var
 
 BURN_WINDOWS: Final = ("1h", "5m", "6h", "30m")
 OPTION_OF_FIELD: Final = {
@@ -90,7 +90,7 @@ def register(subparsers: Any) -> None:
     silence.add_argument("--reason", default="")
     action("silences", "list silences", _silences)
     migrate = action("migrate", "apply the migrations of the metadata database (SLOs, API keys)", _migrate)
-    migrate.add_argument("--metadata-url", help=f"SQLAlchemy URL (env {env_var('metadata_url')})")
+    startup.metadata_options(migrate)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -335,10 +335,11 @@ def _silences(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
+    from latencylens_collector.cli.startup import settings_or_exit
     from latencylens_collector.metadata import db
-    from latencylens_collector.settings import Settings, redact_dsn
+    from latencylens_collector.settings import redact_dsn
 
-    settings = Settings(metadata_url=args.metadata_url)
+    settings = settings_or_exit(metadata_url=args.metadata_url, data_dir=args.data_dir)
     engine = db.make_engine(settings.metadata_url)
     try:
         db.upgrade(engine)

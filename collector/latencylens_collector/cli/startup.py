@@ -8,13 +8,12 @@ directory another process runs, a port already taken (the HTTP port or the gRPC 
 
 from __future__ import annotations
 
+import argparse
 import errno
 import re
 import socket
 import tempfile
 from pathlib import Path
-
-from sqlalchemy.engine import make_url
 
 from latencylens_collector import __version__
 from latencylens_collector.cli.errors import FAILED, USAGE, CliError
@@ -34,6 +33,20 @@ def settings_or_exit(**arguments: object) -> Settings:
         raise CliError(str(exc), USAGE) from None
 
 
+def metadata_options(parser: argparse.ArgumentParser) -> None:
+    """``--metadata-url`` and ``--data-dir`` of the commands that open the metadata database
+    themselves (keys, slo migrate): by default the same database ``serve`` uses."""
+    parser.add_argument(
+        "--metadata-url",
+        help=f"SQLAlchemy URL of the metadata database (env {env_var('metadata_url')}; default "
+        "metadata.db in the data directory)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        help=f"the service's data directory (env {env_var('data_dir')}; default ./.latencylens/data)",
+    )
+
+
 def writable_directories(settings: Settings) -> list[Path]:
     """Directories the service writes: the chdb directory, the SQLite metadata database's, the spool."""
     directories = [chdb_path(settings.clickhouse_dsn)] if is_chdb(settings.clickhouse_dsn) else []
@@ -47,6 +60,8 @@ def writable_directories(settings: Settings) -> list[Path]:
 
 def sqlite_file(url: str) -> Path | None:
     """The file of a SQLite URL (None for another database or an in-memory one)."""
+    from sqlalchemy.engine import make_url
+
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None

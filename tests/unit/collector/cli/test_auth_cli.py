@@ -57,3 +57,28 @@ def test_serve_refuses_a_public_interface_without_keys(
     assert main(["serve", "--host", "0.0.0.0", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert "refusing to listen on 0.0.0.0" in err and "latencylens keys create" in err
+
+
+def test_keys_and_slo_migrate_use_the_data_directory_serve_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--data-dir`` (as ``serve`` takes it) puts the keys in that directory's metadata.db."""
+    monkeypatch.delenv("LATENCYLENS_METADATA_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "elsewhere"
+    assert main(["slo", "migrate", "--data-dir", str(data)]) == 0
+    assert str(data / "metadata.db") in capsys.readouterr().out
+    assert main(["keys", "create", "--project", "checkout", "--yes", "--data-dir", str(data)]) == 0
+    raw = capsys.readouterr().out.strip()
+    assert KeyStore(f"sqlite:///{data / 'metadata.db'}").authenticate(raw) == "checkout"
+    assert not (tmp_path / ".latencylens").exists()
+
+
+@pytest.mark.parametrize("command", [["keys", "list"], ["slo", "migrate"]])
+def test_a_metadata_url_that_does_not_parse_is_one_line(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LATENCYLENS_METADATA_URL", "postgres ql://nohost")
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a database URL" in err and "Traceback" not in err
