@@ -24,6 +24,7 @@ from latencylens_collector.api.lifespan import start_intake, stop_intake
 from latencylens_collector.api.routes import advice as advice_routes
 from latencylens_collector.api.routes import cache as cache_routes
 from latencylens_collector.api.routes import compare as compare_routes
+from latencylens_collector.api.routes import components as components_routes
 from latencylens_collector.api.routes import health, otlp, requests
 from latencylens_collector.api.routes import metrics as metrics_routes
 from latencylens_collector.api.routes import replay as replay_routes
@@ -92,6 +93,7 @@ def create_app(
     app.include_router(replay_routes.router)
     app.include_router(advice_routes.router)
     app.include_router(cache_routes.router)
+    app.include_router(components_routes.router)
     app.include_router(slo_routes.router)
     app.include_router(health.router)
     app.include_router(metrics_routes.router)

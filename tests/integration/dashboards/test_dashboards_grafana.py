@@ -194,8 +194,20 @@ def expand(sql: str, variables: dict[str, list[str]], database: str) -> str:
 
 
 SELECTIONS = {
-    "all services and models": {"project": ["default"], "service": [], "model": []},
-    "one service, one model": {"project": ["default"], "service": ["chat-api"], "model": ["llama-3.3-70b"]},
+    "all services and models": {
+        "project": ["default"],
+        "service": [],
+        "model": [],
+        "route": [],
+        "provider": [],
+    },
+    "one service, one model": {
+        "project": ["default"],
+        "service": ["chat-api"],
+        "model": ["llama-3.3-70b"],
+        "route": [],
+        "provider": [],
+    },
 }
 
 
@@ -302,9 +314,9 @@ def test_dashboards_show_unsplit_inference_and_the_servers_other_time(store: Sto
 
 def test_dashboards_filters_narrow_the_results(seeded: Store) -> None:
     (panel,) = [p for name, p in panels() if name == "latencylens-overview:Requests"]
-    only_gpt = {"project": ["default"], "service": [], "model": ["gpt-4o-mini"]}
+    only_gpt = {"project": ["default"], "service": [], "model": ["gpt-4o-mini"], "route": [], "provider": []}
     assert seeded.query(expand(panel["targets"][0]["rawSql"], only_gpt, seeded.database)) == [{"requests": 1}]
-    other_project = {"project": ["elsewhere"], "service": [], "model": []}
+    other_project = {"project": ["elsewhere"], "service": [], "model": [], "route": [], "provider": []}
     assert seeded.query(expand(panel["targets"][0]["rawSql"], other_project, seeded.database)) == [
         {"requests": 0}
     ]
@@ -330,8 +342,8 @@ def test_dashboards_component_colours_match_the_web_ui() -> None:
                 if prop["id"] == "color" and field in COMPONENTS:
                     assert prop["value"]["fixedColor"].lower() == palette[field].lower(), (name, field)
                     seen += 1
-    # the stacked time series (mean per request and share of end-to-end) and the share-by-model bars
-    assert seen == 3 * len(COMPONENTS)
+    # the time series (mean per request, share of end-to-end, p95 per part) and the share-by-model bars
+    assert seen == 4 * len(COMPONENTS)
 
 
 def test_dashboards_provisioning_points_at_the_dashboards() -> None:

@@ -176,7 +176,7 @@ def test_cached_and_uncached_requests_apart(page_at) -> None:
     assert fits(page, "#cache-table", 10_000) == []
 
 
-def test_overview_charts_each_parts_share_over_time(page_at) -> None:
+def test_overview_charts_each_parts_share_mean_and_p95_over_time(page_at) -> None:
     page = page_at("/ui/overview")
     page.wait_for_selector("#components-over-time[data-state=ready] g.bucket")
     chart = page.locator("#components-over-time")
@@ -188,13 +188,54 @@ def test_overview_charts_each_parts_share_over_time(page_at) -> None:
         """gs => gs.map(g => Object.fromEntries([...g.querySelectorAll('rect')].map(r =>
             [r.dataset.component, r.getBBox().height])))"""
     )
-    # /story's hours hold two requests each: decode is 1990 + 1990 of 2105 + 2105 ms (95 %), or
-    # 1990 + 9990 of 2105 + 10 105 ms (98 %), in every bucket the largest part by far.
+    # /story's hours hold two requests each, of the same length: network 50 + queue 25 + prefill 40
+    # + decode 1990 = 2105 ms (decode 95 %), or decode 9990 of 10 105 ms (99 %).
     assert len(heights) == 20
     for parts in heights:
         assert parts["decode"] > 0.9 * sum(parts.values())
-    chart.locator("g.bucket").first.hover()
-    assert "2 requests" in chart.locator(".readout").text_content()
+    first = chart.locator("g.bucket").first
+    first.hover()
+    assert "2 requests, mean 2.10 s" in chart.locator(".readout").text_content()
+    table = chart.locator("table.components-values")
+    rows = {
+        r.get_attribute("data-component"): r.locator("td").all_text_contents()[1:]
+        for r in table.locator("tbody tr").all()
+    }
+    # share (1990 / 2105 = 94.5 %), mean per request, p95 over the bucket's two requests
+    assert rows["decode"][:2] == ["95%", "1.99 s"]
+    # p95 comes from bfloat16 percentile states (8 significant bits, truncated): 50 ms = 2^25 × 1.4901,
+    # 1.4901 × 128 = 190.7 → 190 / 128 × 2^25 ns = 49.8 ms
+    assert rows["network"] == ["2%", "50.0 ms", "49.8 ms"]
+    assert rows["queue"][:2] == ["1%", "25.0 ms"]
+    assert list(rows) == ["decode", "network", "prefill", "queue"]  # largest mean first: 1990, 50, 40, 25
+    # hours 3, 7, 11, 15 and 19 hold the 1000-token requests: decode 9990 ms of 10 105
+    chart.locator("g.bucket").nth(3).focus()
+    assert table.locator('tr[data-component="decode"] td').nth(2).text_content() == "9.99 s"
+    # the mean view stacks each part's mean: a column's height is its mean end-to-end time
+    chart.locator("select[name=mode]").select_option("mean")
+    totals = chart.locator("g.bucket").evaluate_all(
+        "gs => gs.map(g => [...g.querySelectorAll('rect')].reduce((a, r) => a + r.getBBox().height, 0))"
+    )
+    assert totals[0] / totals[3] == pytest.approx(2105 / 10105, rel=0.01)
+    assert chart.locator("svg").get_attribute("data-mode") == "mean"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     chart.screenshot(path=str(ARTIFACTS / f"components-over-time-{page_at.name}.png"))
-    assert fits(page, "#components-over-time svg", page_at.width) == []
+    assert fits(page, "#components-over-time svg, #components-over-time select", page_at.width) == []
+
+
+def test_overview_shows_cached_and_uncached_requests_apart(page_at) -> None:
+    page = page_at("/ui/overview")
+    rows = page.locator('#overview-cache-table tr[data-group="m-reader · groq"]')
+    cells = {row.get_attribute("data-class"): row.locator("td").all_text_contents()[2:] for row in rows.all()}
+    # m-reader at groq serves /summarize only: 12 requests read 3000 of 4000 input tokens from the
+    # cache, 28 none (tests/integration/collector/queries/test_cache_stats.py works them out):
+    # n, cached input, TTFT p50, p95, prefill p50, prefill per 1k uncached tokens
+    assert cells["cached"] == ["12", "75%", "120 ms", "120 ms", "50.0 ms", "50.0 ms"]
+    assert cells["uncached"] == ["28", "0%", "270 ms", "270 ms", "200 ms", "50.0 ms"]
+    # m-writer (/story) reads nothing from the cache: 40 uncached, 500 tokens and 40 ms each (80 ms / 1k)
+    story = page.locator('#overview-cache-table tr[data-group="m-writer · groq"][data-class="uncached"] td')
+    assert story.all_text_contents()[2:4] == ["40", "0%"] and story.last.text_content() == "80.0 ms"
+    page.locator("#overview-cache-table").scroll_into_view_if_needed()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"overview-cache-{page_at.name}.png"), full_page=True)
+    assert fits(page, ".scroll:has(#overview-cache-table)", page_at.width) == []

@@ -2,6 +2,7 @@
 // p95 end-to-end time or TTFT, ranked, each with its estimated change, evidence, confidence and
 // assumptions. Everything is computed by the service (/api/advice); the page lays it out.
 import { getJSON, errorText } from "../api.js";
+import { cacheTable } from "../cachetable.js";
 import { h, mount } from "../dom.js";
 import { dur, num, pct } from "../format.js";
 
@@ -75,23 +76,6 @@ function groupSection(group) {
       : h("p", { class: "notice no-lever", text: "No lever cuts p95 by 5 % or more for this group." }),
     others.length ? h("div", { class: "not-applicable" }, h("h3", { text: "Does not apply" }),
       h("ul", { style: INDENTED_LIST }, others.map((lever) => h("li", { "data-lever": lever.lever }, h("strong", { text: `${lever.title}: ` }), lever.summary)))) : null);
-}
-
-// Cached and uncached requests apart (/api/stats/cache): is prefix caching cutting prefill here?
-function cacheTable(body) {
-  const rows = body.groups.flatMap((group) => ["cached", "uncached"].map((name) => [group, name, group[name]]));
-  return h("div", { class: "scroll" }, h("table", { class: "grid", id: "cache-table" },
-    h("thead", {}, h("tr", {}, ["Group", "Requests", "n", "Cached input", "TTFT p50", "TTFT p95", "Prefill p50", "Prefill per 1k uncached tokens"]
-      .map((t, i) => h("th", { class: i > 1 ? "num" : "", text: t })))),
-    h("tbody", {}, rows.map(([group, name, part]) => h("tr", { "data-group": Object.values(group.key).join(" · "), "data-class": name },
-      h("td", { text: Object.values(group.key).join(" · ") || "all requests" }),
-      h("td", { text: name }),
-      h("td", { class: "num", text: num(part.count) }),
-      h("td", { class: "num", text: pct(part.cached_input_share) }),
-      h("td", { class: "num", text: dur(part.ttft_ns.p50) }),
-      h("td", { class: "num", text: dur(part.ttft_ns.p95) }),
-      h("td", { class: "num", text: dur(part.prefill_ns.p50) }),
-      h("td", { class: "num", text: dur(part.prefill_per_1k_uncached_tokens_ns) }))))));
 }
 
 function form(params) {

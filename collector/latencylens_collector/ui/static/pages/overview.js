@@ -4,6 +4,7 @@ import { getJSON, getCapabilities, errorText } from "../api.js";
 import { fitLabels, lineChart, stackedBar, componentKey } from "../charts.js";
 import { COMPONENTS, PERCENTILES, metricLabel, metricMeaning } from "../components.js";
 import { h, mount } from "../dom.js";
+import { cacheTable } from "../cachetable.js";
 import { componentsOverTime } from "../timeline.js";
 import { dur, num, pct, when } from "../format.js";
 
@@ -73,9 +74,10 @@ export async function render(root) {
   const auto = asked ? null : await windowFromData(now);
   const chosen = asked || auto.chosen;
   const range = { since: (now - chosen[1]).toFixed(3), until: (now + 1).toFixed(3) };
-  const [overTime, byModel] = await Promise.all([
+  const [overTime, byModel, cache] = await Promise.all([
     getJSON("/api/stats", { ...range, bucket: chosen[2] }),
     getJSON("/api/stats", { ...range, by: "model,provider" }),
+    getJSON("/api/stats/cache", { ...range, by: "model,provider" }),
   ]);
   const picker = h("form", { class: "filters card", method: "get" },
     h("label", {}, "Window", h("select", { name: "window", onchange: (e) => e.target.form.submit() },
@@ -100,9 +102,12 @@ export async function render(root) {
       card(`${metricLabel("e2e_ns")[0].toUpperCase()}${metricLabel("e2e_ns").slice(1)} latency`, lineChart(series(buckets, "e2e_ns", PERCENTILES), { title: "End-to-end percentiles over time" })),
       card(`${metricLabel("decode_tokens_per_second")[0].toUpperCase()}${metricLabel("decode_tokens_per_second").slice(1)} (mean, tok/s)`, lineChart([{ name: "tok/s", points: buckets.map((g) => [Date.parse(g.bucket_start), g.output_tokens_per_second]) }], { format: (v) => num(v), title: "Mean decode rate over time" })),
       card("Requests", lineChart([{ name: "requests", points: buckets.map((g) => [Date.parse(g.bucket_start), g.count]) }], { format: (v) => num(v), title: "Requests per bucket" }))),
-    card("Where the time goes over time (share of end-to-end)", componentsOverTime(range, chosen[2])),
+    card("Where the time goes over time (share, mean and p95 per part)", componentsOverTime(range, chosen[2])),
     h("h2", { text: "Where the time goes, by model and provider" }),
-    (byModel.data.groups || []).length ? h("div", { class: "scroll" }, breakdown(byModel.data.groups)) : h("p", { class: "muted", text: "No requests in this window." }));
+    (byModel.data.groups || []).length ? h("div", { class: "scroll" }, breakdown(byModel.data.groups)) : h("p", { class: "muted", text: "No requests in this window." }),
+    h("h2", { text: "Cached and uncached requests, by model and provider" }),
+    h("p", { class: "muted", text: "Requests that read input from the provider's cache and requests that read none, apart: where the cached ones take less prefill per uncached token and less TTFT, prefix caching is working." }),
+    cache.ok ? cacheTable(cache.data, "overview-cache-table") : h("p", { class: "error", id: "overview-cache-table", text: `Could not load the cache split (${errorText(cache)}).` }));
   fitLabels(root);
   root.dataset.state = "ready";
 }
