@@ -7,10 +7,14 @@ buffering without limit. Bytes are what the decoded spans weigh (:func:`rows_byt
 resource included, plus a fixed cost per span and per attribute), so memory is bounded however
 large the spans are, not only how many.
 
-Projects are served fairly: each has its own FIFO of tickets, ``take`` visits the projects in turn
-(round robin, one ticket each), and one project may hold at most ``project_share`` of the spans
-and of the bytes, so a project flooding the collector is refused (429) while another still gets in
-and is written within a batch or two.
+Projects are served fairly: each has its own FIFO of tickets, one project may hold at most
+``project_share`` of the spans and of the bytes, so a project flooding the collector is refused
+(429) while another still gets in, and each batch is one project's turn (:meth:`BoundedQueue.take`):
+its tickets in order, at most half a batch while another project waits, then the projects move on
+in turn. Other projects' tickets ride along only while the batch stays small (a quarter of the
+bounds), so exports of many light projects still share an insert, while a project's large batch
+(a burst, an 8,000-span chain) is never the insert another project's export waits for: that export
+waits at most for the one insert being written, then its own small one.
 
 Receivers also say while they decode an export (:meth:`BoundedQueue.decoding`): the writer waits
 for a fuller batch only while more spans are about to arrive, so a lone sender is never held for
@@ -41,6 +45,10 @@ SLOT_BYTES: Final = 40
 """Cost of one attribute beyond its two strings: its slot in the dict."""
 EVENT_BYTES: Final = 150
 """Fixed cost of one span event (its tuple and attribute dict)."""
+TURN_SHARE: Final = 2
+"""While other projects wait, one project's turn takes at most 1/TURN_SHARE of a batch's bounds."""
+RIDER_SHARE: Final = 4
+"""Other projects' tickets join a turn's batch only while it stays within 1/RIDER_SHARE of the bounds."""
 
 
 def rows_bytes(rows: Sequence[SpanRow]) -> int:
@@ -257,8 +265,7 @@ class BoundedQueue:
         """The next batch: waits up to ``idle_timeout_s`` for a first ticket, then only while an
         export is being decoded (more spans are about to arrive), and at most until ``max_spans``
         spans or ``max_bytes`` bytes are queued or the oldest ticket has waited ``linger_s``
-        (closing flushes at once). Tickets are taken one per project in turn, while the batch
-        stays within both bounds (a first ticket over them is taken alone).
+        (closing flushes at once). The batch is the next project's turn (:meth:`_turn`).
         Returns [] on idle timeout or when closed and empty."""
         limit_bytes = self.capacity_bytes if max_bytes is None else max_bytes
         with self._cond:
@@ -278,30 +285,59 @@ class BoundedQueue:
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            batch: list[Ticket] = []
-            spans = nbytes = 0
-            while self._turns:
-                project = self._turns[0]
-                queue = self._queues[project]
-                ticket = queue[0]
-                if batch and (spans + len(ticket.spans) > max_spans or nbytes + ticket.nbytes > limit_bytes):
-                    break
-                queue.popleft()
-                batch.append(ticket)
-                spans += len(ticket.spans)
-                nbytes += ticket.nbytes
-                held_spans, held_bytes = self._held[project]
-                self._held[project] = (held_spans - len(ticket.spans), held_bytes - ticket.nbytes)
-                if queue:
-                    self._turns.rotate(-1)
-                else:
-                    self._turns.popleft()
-                    del self._queues[project], self._held[project]
+            batch = self._turn(max_spans, limit_bytes)
+            spans, nbytes = sum(len(ticket.spans) for ticket in batch), sum(ticket.nbytes for ticket in batch)
             self._spans -= spans
             self._bytes -= nbytes
             metrics.QUEUE_DEPTH.set(self._spans)
             metrics.QUEUE_BYTES.set(self._bytes)
             return batch
+
+    def _turn(self, max_spans: int, max_bytes: int) -> list[Ticket]:
+        """The project first in turn's tickets in order, within the bounds, or half of them while
+        another project waits (a first ticket over them is taken alone); that project then goes
+        last. Then other projects' tickets, one each in turn, while the batch stays within a
+        quarter of the bounds; they keep their place. Called with the lock held and a project
+        waiting."""
+        project = self._turns.popleft()
+        share = TURN_SHARE if self._turns else 1
+        batch = self._pop_while(project, max(1, max_spans // share), max(1, max_bytes // share), [])
+        if project in self._queues:
+            self._turns.append(project)
+        riders_spans, riders_bytes = max_spans // RIDER_SHARE, max_bytes // RIDER_SHARE
+        riding = [other for other in self._turns if other != project]
+        while riding:
+            for other in list(riding):
+                if not self._pop_while(other, riders_spans, riders_bytes, batch, limit=1):
+                    riding.remove(other)  # its next ticket does not fit: done with it for this batch
+                elif other not in self._queues:
+                    riding.remove(other)
+                    self._turns.remove(other)
+        return batch
+
+    def _pop_while(
+        self, project: str, max_spans: int, max_bytes: int, batch: list[Ticket], limit: int | None = None
+    ) -> list[Ticket]:
+        """Move ``project``'s tickets (at most ``limit``) onto ``batch`` while it stays within the
+        bounds (the first ticket of an empty batch always); returns those moved. A project left
+        with none is forgotten (its turn too is the caller's to drop)."""
+        queue = self._queues[project]
+        spans, nbytes = sum(len(ticket.spans) for ticket in batch), sum(ticket.nbytes for ticket in batch)
+        moved: list[Ticket] = []
+        while queue and (limit is None or len(moved) < limit):
+            ticket = queue[0]
+            if batch and (spans + len(ticket.spans) > max_spans or nbytes + ticket.nbytes > max_bytes):
+                break
+            queue.popleft()
+            batch.append(ticket)
+            moved.append(ticket)
+            spans += len(ticket.spans)
+            nbytes += ticket.nbytes
+            held_spans, held_bytes = self._held[project]
+            self._held[project] = (held_spans - len(ticket.spans), held_bytes - ticket.nbytes)
+        if not queue:
+            del self._queues[project], self._held[project]
+        return moved
 
 
 def _mib(nbytes: int) -> str:

@@ -1,6 +1,8 @@
 """Issue 15, item 2: one project's load cannot starve another's. Two projects, one flooding: the
 flood is refused at its share of the queue while the other project still gets in, and the writer
-takes the other project's export in the first batch rather than after the flood.
+writes the other project's export in the second insert (the flood's turn is half a batch while
+another project waits) rather than after the flood, with flood exports riding along only while that
+insert stays small.
 
 The real pipeline (queue, single writer thread, ingestor) on the session's chdb. The writer is
 held the way a receiver holds it while it decodes an export (:meth:`Pipeline.decoding`, with a
@@ -45,7 +47,7 @@ def export(project: str, number: int, spans: int = 10) -> list[SpanRow]:
 
 def test_a_flooding_project_does_not_starve_another(make_settings: Callable[..., Settings]) -> None:
     settings = make_settings(
-        max_queue_spans=100, queue_project_share=0.5, max_batch_spans=1000, flush_interval_ms=60_000
+        max_queue_spans=2_000, queue_project_share=0.5, max_batch_spans=1_200, flush_interval_ms=60_000
     )
     store = Store(settings)
     store.migrate()
@@ -60,13 +62,13 @@ def test_a_flooding_project_does_not_starve_another(make_settings: Callable[...,
     try:
         with pipeline.decoding():  # the writer lingers for this "export being decoded"
             accepted = []
-            for number in range(10):
+            for number in range(12):
                 try:
-                    accepted.append(track(pipeline.submit(export("flood", number)), f"flood {number}"))
+                    accepted.append(track(pipeline.submit(export("flood", number, 100)), f"flood {number}"))
                 except QueueFull as exc:
                     assert "ingest queue full for project 'flood'" in str(exc)
                     break
-            assert len(accepted) == 5  # its share: 50 of 100 spans
+            assert len(accepted) == 10  # its share: 1,000 of 2,000 spans
             with pytest.raises(QueueFull):
                 pipeline.check_room("flood")
             quiet = track(pipeline.submit(export("quiet", 0)), "quiet")
@@ -75,13 +77,14 @@ def test_a_flooding_project_does_not_starve_another(make_settings: Callable[...,
     finally:
         pipeline.stop()
     assert set(outcomes) == {Outcome.STORED}
-    # One batch, taken a project at a time: the quiet export right after the flood's first.
-    assert done[:2] == ["flood 0", "quiet"]
+    # Inserts: the flood's turn (600 of 1,200 spans: half while "quiet" waits); "quiet" with two
+    # flood exports riding along (10 + 100 + 100 ≤ 1,200 // 4 = 300); the rest of the flood.
+    assert done == [f"flood {n}" for n in range(6)] + ["quiet"] + [f"flood {n}" for n in range(6, 10)]
     counts = {
         row["project"]: int(row["spans"])
         for row in store.query(
             f"SELECT project, count() AS spans FROM {store.database}.spans FINAL GROUP BY project"
         )
     }
-    assert counts == {"flood": 50, "quiet": 10}
+    assert counts == {"flood": 1_000, "quiet": 10}
     store.close()

@@ -115,16 +115,64 @@ def test_a_flooding_project_gets_429_while_another_gets_in() -> None:
 
 
 def test_the_writer_takes_projects_in_turn() -> None:
-    """One project queued 6 exports before another's 1: the other is in the first batch."""
+    """One project queued 6 exports before another's 1: each batch is one project's turn, at most
+    half a batch (20 // 2 = 10 spans) while the other waits, so the other's export is the second
+    insert, not the fourth. A project arriving later is served after the current turn."""
     queue = BoundedQueue(capacity_spans=1000)
     flood = [queue.put(rows(10, project="flood")) for _ in range(6)]
     quiet = queue.put(rows(10, project="quiet"))
-    first = queue.take(20, linger_s=0, idle_timeout_s=0)
-    assert first == [flood[0], quiet]
-    assert queue.take(20, linger_s=0, idle_timeout_s=0) == flood[1:3]
+    take = lambda: queue.take(20, linger_s=0, idle_timeout_s=0)  # noqa: E731
+    assert take() == [flood[0]]  # half of 20 while "quiet" waits; 10 + 10 > 20 // 4: no rider
+    assert take() == [quiet]
+    assert take() == flood[1:3]  # alone now: the whole batch bound
     late = queue.put(rows(10, project="late"))
-    assert queue.take(20, linger_s=0, idle_timeout_s=0) == [flood[3], late]
-    assert queue.take(20, linger_s=0, idle_timeout_s=0) == flood[4:6]
+    assert take() == [flood[3]]
+    assert take() == [late]
+    assert take() == flood[4:6]
+    assert queue.depth == 0
+
+
+def test_a_large_export_never_shares_an_insert_with_another_projects() -> None:
+    """A project's 80-span export (a deep chain) and its 40-span burst pieces against another
+    project's 5-span exports, batches of at most 100 spans: the chain goes alone, the burst
+    pieces at most 50 (half) per turn, and the light project's exports go in turns of their own,
+    with a rider only while the batch stays within 100 // 4 = 25 spans."""
+    queue = BoundedQueue(capacity_spans=10_000)
+    chain = queue.put(rows(80, project="hostile", trace=1))
+    burst = [queue.put(rows(40, project="hostile", trace=2 + i)) for i in range(3)]
+    light = [queue.put(rows(5, project="normal", trace=10 + i)) for i in range(3)]
+    take = lambda: queue.take(100, linger_s=0, idle_timeout_s=0)  # noqa: E731
+    assert take() == [chain]  # over half a batch: alone; 80 + 5 > 25: no rider
+    assert take() == light  # 15 spans; a 40-span burst piece would make 55 > 25
+    assert take() == burst[:2]  # alone now: 80 of 100
+    assert take() == [burst[2]]
+    # Both waiting again: the turn is half a batch, and a light rider joins a small batch.
+    small = queue.put(rows(10, project="hostile", trace=20))
+    more = queue.put(rows(5, project="normal", trace=21))
+    assert take() == [small, more]  # 10 + 5 ≤ 25
+    assert queue.depth == 0
+
+
+def test_light_projects_share_one_insert() -> None:
+    """Twelve projects with one 2-span export each: one batch of up to a quarter of the bound
+    (100 // 4 = 25 spans: the first project's turn, then one rider each in turn while it fits)."""
+    queue = BoundedQueue(capacity_spans=10_000)
+    tickets = [queue.put(rows(2, project=f"p{i}", trace=i + 1)) for i in range(12)]
+    assert queue.take(100, linger_s=0, idle_timeout_s=0) == tickets  # 24 ≤ 25 spans
+    bytes_bound = BoundedQueue(capacity_spans=10_000)
+    heavy = [
+        bytes_bound.put(
+            rows(1, project=f"p{i}", attribute_bytes=300_000),
+        )
+        for i in range(3)
+    ]
+    # 4 MiB per batch: a rider only while the batch stays within 1 MiB (300 KB each: 3 fit).
+    assert bytes_bound.take(100, linger_s=0, idle_timeout_s=0, max_bytes=4 * MIB) == heavy
+    mixed = BoundedQueue(capacity_spans=10_000)
+    first = mixed.put(rows(1, project="a", attribute_bytes=300_000))
+    second = mixed.put(rows(1, project="b", attribute_bytes=900_000))
+    assert mixed.take(100, linger_s=0, idle_timeout_s=0, max_bytes=4 * MIB) == [first]
+    assert mixed.take(100, linger_s=0, idle_timeout_s=0, max_bytes=4 * MIB) == [second]
 
 
 def test_a_trace_past_the_cap_is_kept_and_marked_too_large() -> None:
