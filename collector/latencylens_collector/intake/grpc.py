@@ -15,14 +15,19 @@ An export that decodes to more than one insert may hold is RESOURCE_EXHAUSTED wi
 ``RetryInfo`` (retrying cannot help); the message size limit is gRPC's own
 (``max_body_bytes``, after decompression).
 
-Connections are bounded like HTTP's (:func:`server_options`): as many as ``max_connections``, the
-HTTP/2 handshake within ``header_timeout_s``, idle ones closed after a minute and silent ones
-pinged and closed, at most :data:`MAX_PENDING_CALLS` calls in the server at once.
+Connections are bounded like HTTP's: as many as ``max_connections`` open at once, counted and
+refused by :class:`~.grpc_connections.ConnectionCap`, which owns the public port and relays admitted
+connections to the server on a private Unix socket (gRPC core's own connection limit is not exact);
+and by :func:`server_options`, the HTTP/2 handshake within ``header_timeout_s``, idle ones closed
+after a minute and silent ones pinged and closed, at most :data:`MAX_PENDING_CALLS` calls in the
+server at once.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final, NoReturn
@@ -36,6 +41,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 
 from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
 from latencylens_collector.intake import engine, otlp
+from latencylens_collector.intake.grpc_connections import ConnectionCap
 from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
     QUEUE_FULL_RETRY_S,
@@ -80,12 +86,11 @@ MAX_METADATA_BYTES: Final = 16 * 1024
 
 def server_options(settings: Settings) -> list[tuple[str, int]]:
     """gRPC core's limits, the counterparts of the HTTP server's (docs/collector.md, Limits): the
-    message size (``max_body_bytes``, after decompression), open connections
-    (``max_connections``), the time to finish the HTTP/2 handshake (``header_timeout_s``), idle and
-    dead connections, calls per connection and header size."""
+    message size (``max_body_bytes``, after decompression), the time to finish the HTTP/2 handshake
+    (``header_timeout_s``), idle and dead connections, calls per connection and header size. Open
+    connections are counted by :class:`ConnectionCap` instead."""
     return [
         ("grpc.max_receive_message_length", settings.max_body_bytes),
-        ("grpc.max_allowed_incoming_connections", max(1, settings.max_connections)),
         ("grpc.server_handshake_timeout_ms", max(1, settings.header_timeout_s) * 1000),
         ("grpc.max_connection_idle_ms", IDLE_S * 1000),
         ("grpc.max_connection_age_ms", MAX_AGE_S * 1000),
@@ -214,7 +219,10 @@ def add_receiver_to_server(receiver: TraceReceiver, server: grpc.Server) -> None
 
 
 class GrpcServer:
-    """The gRPC server's lifecycle: ``start`` binds (port 0 picks one), ``stop`` drains calls."""
+    """The gRPC server's lifecycle: ``start`` binds (port 0 picks one), ``stop`` drains calls.
+
+    The server itself listens on a Unix socket in a private directory; the public ``host:port`` is
+    :class:`ConnectionCap`'s, which relays at most ``max_connections`` connections to it."""
 
     def __init__(
         self,
@@ -226,10 +234,19 @@ class GrpcServer:
         self.settings = settings
         self.receiver = TraceReceiver(pipeline, settings, clock, keys)
         self._server: grpc.Server | None = None
+        self._cap: ConnectionCap | None = None
+        self._socket_dir: str | None = None
         self.port: int | None = None
+
+    @property
+    def open_connections(self) -> int:
+        """Connections admitted and open now (at most ``max_connections``)."""
+        return self._cap.open_connections if self._cap is not None else 0
 
     def start(self) -> int:
         """Listen and serve; returns the port. Raises OSError when the address cannot be bound."""
+        socket_dir = tempfile.mkdtemp(prefix="latencylens-grpc-")  # mode 0700: this user's only
+        upstream = f"{socket_dir}/grpc.sock"
         server = grpc.server(
             ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="latencylens-grpc"),
             options=server_options(self.settings),
@@ -237,18 +254,31 @@ class GrpcServer:
         )
         add_receiver_to_server(self.receiver, server)
         address = f"{self.settings.host}:{self.settings.grpc_port}"
+        cap = ConnectionCap(
+            self.settings.host, self.settings.grpc_port, upstream, self.settings.max_connections
+        )
         try:
-            port = server.add_insecure_port(address)
-        except RuntimeError as exc:
+            if not server.add_insecure_port(f"unix:{upstream}"):
+                raise OSError(f"cannot listen for OTLP/gRPC on {upstream}")
+            server.start()
+            port = cap.start()
+        except (OSError, RuntimeError) as exc:
+            server.stop(None)
+            shutil.rmtree(socket_dir, ignore_errors=True)
             raise OSError(f"cannot listen for OTLP/gRPC on {address}: {exc}") from exc
-        if not port:
-            raise OSError(f"cannot listen for OTLP/gRPC on {address}")
-        server.start()
-        self._server, self.port = server, port
+        self._server, self._cap, self._socket_dir, self.port = server, cap, socket_dir, port
         return port
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """Refuse new calls and let running ones finish (they wait for the writer)."""
+        """Refuse new connections and calls and let running ones finish (they wait for the writer)."""
+        if self._cap is not None:
+            self._cap.stop_accepting()
         if self._server is not None:
             self._server.stop(grace_s).wait()
             self._server = None
+        if self._cap is not None:
+            self._cap.close()
+            self._cap = None
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None

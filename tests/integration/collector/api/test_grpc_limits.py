@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from otlp_builders import chat_trace, export_request, recent_base_ns
 from pipeline_helpers import grpc_target
@@ -23,14 +22,18 @@ WAIT_S = 20.0
 
 
 def export(target: str) -> grpc.StatusCode:
+    return export_with_details(target)[0]
+
+
+def export_with_details(target: str) -> tuple[grpc.StatusCode, str]:
     # A channel of its own connection: from the shared subchannel pool, a new channel may reuse the
     # connection of an earlier export still open, which the server's connection limit never sees.
     with grpc.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
         try:
             TraceServiceStub(channel).Export(export_request(chat_trace(recent_base_ns())), timeout=10)
         except grpc.RpcError as exc:
-            return exc.code()
-    return grpc.StatusCode.OK
+            return exc.code(), exc.details() or ""
+    return grpc.StatusCode.OK, ""
 
 
 def half_open(target: str) -> socket.socket:
@@ -39,6 +42,13 @@ def half_open(target: str) -> socket.socket:
     connection = socket.create_connection((host, int(port)))
     connection.settimeout(WAIT_S)
     return connection
+
+
+def wait_for(condition: Callable[[], bool], failure: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.05)
 
 
 def closed_by_server(connection: socket.socket) -> bool:
@@ -64,20 +74,23 @@ def test_a_connection_that_never_handshakes_is_closed_at_the_header_deadline(
     assert export(target) == grpc.StatusCode.OK
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="gRPC core's grpc.max_allowed_incoming_connections does not always refuse the fourth "
-    "connection here (seen in about one run of three, also with a channel of its own): open, "
-    "issue 15",
-)
 def test_connections_beyond_the_limit_are_refused_and_served_again_once_closed(
     start_collector: Callable[..., Any],
 ) -> None:
     collector = start_collector(max_connections=3, header_timeout_s=30)
     target = grpc_target(collector.url)
+    server = collector.service.app.state.grpc_server
     assert export(target) == grpc.StatusCode.OK
+    # The channel's connection closes in the background: wait until the server has seen it close,
+    # or it would still count when the half-open ones arrive, and a later export could take its place.
+    wait_for(lambda: server.open_connections == 0, "the export's connection was never released")
     held = [half_open(target) for _ in range(3)]
-    assert export(target) == grpc.StatusCode.UNAVAILABLE  # a fourth connection is refused
+    wait_for(lambda: server.open_connections == 3, "the half-open connections were not all admitted")
+    code, details = export_with_details(target)
+    assert code == grpc.StatusCode.UNAVAILABLE, details  # a fourth connection is refused
+    assert "at most 3 OTLP/gRPC connections" in details and "retry later" in details
+    assert export(target) == grpc.StatusCode.UNAVAILABLE  # and again: the count holds
+    assert server.open_connections == 3
     for connection in held:
         connection.close()
     deadline = time.monotonic() + WAIT_S
@@ -92,7 +105,6 @@ def test_the_options_follow_the_settings() -> None:
     )
     options = dict(server_options(settings))
     assert options["grpc.max_receive_message_length"] == 1234567
-    assert options["grpc.max_allowed_incoming_connections"] == 77
     assert options["grpc.server_handshake_timeout_ms"] == 7000
     assert options["grpc.max_connection_age_grace_ms"] == 9000
     assert options["grpc.max_concurrent_streams"] == MAX_WORKERS
