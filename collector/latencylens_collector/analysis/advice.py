@@ -81,6 +81,14 @@ HIGH_CONFIDENCE_SAMPLES: Final = 100
 HIGH_COVERAGE: Final = 0.9
 """Share of the group's rows that must carry the measured values for ``high`` confidence."""
 CONFIDENCE_LEVELS: Final = ("low", "medium", "high")
+IDLE_GAP_NS: Final = 5_000_000_000
+"""A request this long after the previous one to the same endpoint (same service) counts as "after
+idle": httpx, under the OpenAI and Anthropic SDKs, closes a pooled connection after 5 s idle
+(``keepalive_expiry``), so such a request most likely opened a new one."""
+MIN_REUSE_SAMPLES: Final = 5
+"""Requests each side (after idle, warm) needs before the split counts as evidence."""
+REUSE_GAP: Final = 1.5
+"""After-idle network p50 at least this many times the warm one: connection set-up is seen."""
 NO_CAP: Final = 1e18
 """A cap no output reaches: the neutral what-if parameter of a lever not evaluated."""
 
@@ -184,6 +192,42 @@ class MeanUsage:
 
 
 @dataclass(frozen=True)
+class EndpointNetwork:
+    """Network time of a group's requests to one endpoint (the model call's ``server.address``;
+    empty when its spans did not say)."""
+
+    endpoint: str
+    requests: int
+    network: Percentiles
+
+
+@dataclass(frozen=True)
+class ReuseSplit:
+    """Network time of requests after :data:`IDLE_GAP_NS` or more without a request to the same
+    endpoint (a pooled connection would have closed: ``idle``) and of those sooner (``warm``)."""
+
+    idle_requests: int = 0
+    idle_p50: int | None = None
+    warm_requests: int = 0
+    warm_p50: int | None = None
+
+    @property
+    def telling(self) -> bool:
+        """Both sides have enough requests to compare."""
+        return self.idle_requests >= MIN_REUSE_SAMPLES and self.warm_requests >= MIN_REUSE_SAMPLES
+
+    @property
+    def setup_seen(self) -> bool:
+        """Requests after idle take clearly more network time: new connections cost time here."""
+        return (
+            self.telling
+            and self.idle_p50 is not None
+            and self.warm_p50 is not None
+            and self.idle_p50 >= REUSE_GAP * self.warm_p50
+        )
+
+
+@dataclass(frozen=True)
 class GroupMeasures:
     """One group's aggregates over its request rows (one row per trace)."""
 
@@ -225,6 +269,9 @@ class GroupMeasures:
     busy_app_ns: int = 0
     """Tool and retrieval busy time summed over the group (beside their critical-path time)."""
     usage: MeanUsage = field(default_factory=MeanUsage)
+    endpoints: Sequence[EndpointNetwork] = ()
+    """Network time per endpoint, slowest p50 first."""
+    reuse: ReuseSplit = field(default_factory=ReuseSplit)
 
     @property
     def total_ns(self) -> int:
@@ -285,6 +332,8 @@ class LeverPlan:
     """What to do, in a few words (for an evaluated lever)."""
     measured_after: tuple[Percentiles, Percentiles] | None = None
     """End-to-end and TTFT after the change when measured directly (another model's requests)."""
+    endpoints: tuple[EndpointNetwork, ...] = ()
+    """Network time per endpoint (the network lever's evidence)."""
 
 
 @dataclass(frozen=True)
@@ -519,34 +568,89 @@ def _plan_queue(
     )
 
 
+def _reuse_evidence(m: GroupMeasures) -> tuple[dict[str, str | int | float | None], str]:
+    """The idle/warm split as evidence, and the sentence saying what it shows."""
+    r = m.reuse
+    evidence: dict[str, str | int | float | None] = {
+        "after_idle_requests": r.idle_requests,
+        "after_idle_network_p50_ns": r.idle_p50,
+        "warm_requests": r.warm_requests,
+        "warm_network_p50_ns": r.warm_p50,
+    }
+    idle = f"requests {IDLE_GAP_NS // 1_000_000_000} s or more after the previous one to their endpoint"
+    if r.setup_seen:
+        assert r.idle_p50 is not None and r.warm_p50 is not None
+        sentence = (
+            f"connection set-up is seen: {idle} ({r.idle_requests}) take {format_ns(r.idle_p50)} of network "
+            f"at p50, those sooner ({r.warm_requests}) {format_ns(r.warm_p50)}; keep-alive or a warm pool "
+            f"would save about {format_ns(r.idle_p50 - r.warm_p50)} on each (request rows carry no "
+            "connection ids, so a new connection is inferred from the idle gap)"
+        )
+    elif r.telling:
+        sentence = (
+            f"no sign of connection set-up: {idle} take {format_ns(r.idle_p50 or 0)} of network at p50, "
+            f"those sooner {format_ns(r.warm_p50 or 0)}; slow network here is distance or the path, not new "
+            "connections"
+        )
+    else:
+        sentence = (
+            f"the data does not tell connection reuse ({r.idle_requests} {idle}, {r.warm_requests} sooner; "
+            f"{MIN_REUSE_SAMPLES} of each needed): network above the group's median is assumed to be "
+            "connection set-up or distance"
+        )
+    return evidence, sentence
+
+
 def _plan_network(
     m: GroupMeasures, _alts: Sequence[Alternative], min_requests: int, _by: Sequence[str], what_if: WhatIf
 ) -> tuple[LeverPlan, WhatIf]:
     net = m.network
+    reuse, sentence = _reuse_evidence(m)
+    endpoints = tuple(m.endpoints)
+    named = [e for e in endpoints if e.endpoint]
     evidence: dict[str, str | int | float | None] = {
         "network_share": round(m.share(NETWORK), 4),
         "network_p50_ns": net.p50,
         "network_p95_ns": net.p95,
         "provider": m.provider,
+        "endpoints": len(named),
+        **reuse,
     }
+    if named:
+        slow, fast = named[0], named[-1]
+        evidence["slowest_endpoint"] = slow.endpoint
+        evidence["slowest_endpoint_network_p50_ns"] = slow.network.p50
+        if len(named) > 1:
+            evidence["fastest_endpoint"] = fast.endpoint
+            evidence["fastest_endpoint_network_p50_ns"] = fast.network.p50
     reason = _part_reason(m, NETWORK)
     if reason is None and (net.p50 is None or net.p95 is None or net.p95 <= net.p50):
         reason = "network time is even across requests: no slow connections to remove"
     if reason is not None:
-        return LeverPlan(NETWORK_REUSE, reason, evidence), what_if
+        return LeverPlan(NETWORK_REUSE, reason, evidence, endpoints=endpoints), what_if
     assert net.p50 is not None
+    where = named[0].endpoint if len(named) == 1 else m.provider
+    if m.reuse.setup_seen:
+        action = f"reuse connections to {where} (keep-alive, one long-lived client)"
+    elif len(named) > 1:
+        action = f"call {named[-1].endpoint} rather than {named[0].endpoint}, or a closer region"
+    else:
+        action = f"reuse connections / a closer region for {where}"
+    assumptions = (
+        f"network time above the group's median ({format_ns(net.p50)}) is what reused connections or a "
+        "closer region remove",
+        sentence,
+    )
+    ceiling = "medium" if m.reuse.setup_seen or len(named) > 1 else "low"
     return (
         LeverPlan(
             NETWORK_REUSE,
             None,
             evidence,
-            confidence(m.count, 1.0, min_requests, "medium"),
-            (
-                f"network time above the group's median ({format_ns(net.p50)}) is connection set-up "
-                "or distance that reused connections or a closer region remove; request rows carry "
-                "no connection ids, so reuse is inferred, not seen",
-            ),
-            f"reuse connections / a closer region for {m.provider}",
+            confidence(m.count, 1.0, min_requests, ceiling),
+            assumptions,
+            action,
+            endpoints=endpoints,
         ),
         replace(what_if, network_cap_ns=float(net.p50)),
     )
@@ -661,6 +765,7 @@ class LeverAdvice:
     evidence: Mapping[str, str | int | float | None]
     confidence: str
     assumptions: tuple[str, ...]
+    endpoints: tuple[EndpointNetwork, ...] = ()
 
 
 def _diff(after: int | None, before: int | None) -> int | None:
@@ -694,6 +799,7 @@ def judge(plan: GroupPlan, after: Mapping[str, tuple[Percentiles, Percentiles]])
                     {"dominant": m.dominant, "requests": m.count, **lever.evidence},
                     lever.confidence,
                     lever.assumptions,
+                    lever.endpoints,
                 )
             )
             continue
@@ -723,6 +829,7 @@ def judge(plan: GroupPlan, after: Mapping[str, tuple[Percentiles, Percentiles]])
                 {"dominant": m.dominant, "requests": m.count, **lever.evidence},
                 lever.confidence,
                 lever.assumptions,
+                lever.endpoints,
             )
         )
     return rank(verdicts)
@@ -758,9 +865,11 @@ __all__ = [
     "DEFAULT_PREFIX_SHARE",
     "HIGH_CONFIDENCE_SAMPLES",
     "HIGH_COVERAGE",
+    "IDLE_GAP_NS",
     "LEVERS",
     "LITTLE_REUSE",
     "LONG_OUTPUT_RATIO",
+    "MIN_REUSE_SAMPLES",
     "MIN_SAVING_SHARE",
     "NETWORK_REUSE",
     "NO_CAP",
@@ -768,11 +877,13 @@ __all__ = [
     "PART_MIN_SHARE",
     "PREFIX_CACHING",
     "QUEUE_ALTERNATIVE",
+    "REUSE_GAP",
     "SHORTEN_OUTPUTS",
     "SWITCH_MODEL",
     "TITLES",
     "Alternative",
     "Change",
+    "EndpointNetwork",
     "GroupMeasures",
     "GroupPlan",
     "LeverAdvice",
@@ -780,6 +891,7 @@ __all__ = [
     "MeanUsage",
     "Percentiles",
     "PrefillSums",
+    "ReuseSplit",
     "WhatIf",
     "confidence",
     "decode_saving_ns",

@@ -5,7 +5,9 @@ Four reads of request rows, all through :class:`RequestScope` (one row per trace
 1. *measure*: per group, percentiles of end-to-end time, TTFT, queue, network and output tokens,
    the median time per output token, critical-path time per component, and prefill time and
    uncached input tokens summed over uncached and cached requests apart;
-2. *hours*: per group and UTC hour of day, requests and median queue;
+2. *hours*: per group and UTC hour of day, requests and median queue; *network*: per group,
+   network time per endpoint (the model span's ``server.address``) and of requests after an idle
+   gap to their endpoint versus sooner ones (connection reuse);
 3. *alternatives*: the same window and service per (route, model, provider), whatever the route,
    model and provider filters: where else this traffic could go, and prefill rates to fall back on;
 4. *what-if*: every row of the advised groups replayed with each lever's parameters
@@ -24,19 +26,23 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
+from latencylens import semconv
 from latencylens_collector.analysis import advice as levers
 from latencylens_collector.analysis.advice import (
     Alternative,
+    EndpointNetwork,
     GroupMeasures,
     MeanUsage,
     Percentiles,
     PrefillSums,
+    ReuseSplit,
 )
 from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.costs import Prices, price_data_version
 from latencylens_collector.queries._common import FILTER_COLUMNS, MAX_GROUPS, QueryError, finite_int
 from latencylens_collector.queries.advice_responses import (
     AdviceChange,
+    AdviceEndpoint,
     AdviceGroup,
     AdviceLever,
     AdvicePercentiles,
@@ -111,9 +117,18 @@ def advice(
     wide = RequestScope(project, [span], Filters(service=filters.service))  # where else it could go
     alternatives = _alternatives(store, wide)
     hours = _hours(store, scope, by)
+    endpoints, reuse = _network(store, scope, by)
     plans = [
         levers.plan_group(
-            _with_hours(m, hours.get(_key(m.key, by), ())), alternatives, min_requests, by, prices
+            replace(
+                _with_hours(m, hours.get(_key(m.key, by), ())),
+                endpoints=tuple(endpoints.get(_key(m.key, by), ())),
+                reuse=reuse.get(_key(m.key, by), ReuseSplit()),
+            ),
+            alternatives,
+            min_requests,
+            by,
+            prices,
         )
         for m in advised
     ]
@@ -163,6 +178,17 @@ def _lever(v: levers.LeverAdvice) -> AdviceLever:
         evidence=dict(v.evidence),
         confidence=v.confidence,
         assumptions=list(v.assumptions),
+        network_by_endpoint=[
+            AdviceEndpoint(
+                endpoint=e.endpoint or None,
+                requests=e.requests,
+                network_p50_ns=e.network.p50,
+                network_p95_ns=e.network.p95,
+            )
+            for e in v.endpoints
+        ]
+        if v.lever == levers.NETWORK_REUSE
+        else None,
     )
 
 
@@ -304,6 +330,67 @@ def _hours(
         key = tuple(str(row[f"k_{field}"]) for field in by)
         found.setdefault(key, []).append((int(row["hour_utc"]), int(row["n"]), int(row["q"])))
     return found
+
+
+def _network(
+    store: Store, scope: RequestScope, by: Sequence[str]
+) -> tuple[dict[tuple[str, ...], list[EndpointNetwork]], dict[tuple[str, ...], ReuseSplit]]:
+    """Per group: network time per endpoint (slowest p50 first), and of requests that came
+    :data:`analysis.advice.IDLE_GAP_NS` or more after the previous request of the same service to
+    the same endpoint (or the first one seen) versus sooner ones. The endpoint is the
+    ``server.address`` of the trace's longest model span; without one, the request's provider
+    stands in for it (and the endpoint is reported empty). Gaps are measured within the scope, so
+    a filter that hides other requests to the same endpoint can make a warm request look idle."""
+    selected, group = _keys_sql(by)
+    rows, params = scope.collapsed(
+        store,
+        f"{selected}, trace_id, service, provider, toUnixTimestamp64Nano(start_time) AS t_ns, network_ns",
+    )
+    traces, _ = scope.collapsed(store, "trace_id")
+    params["server_address"] = semconv.SERVER_ADDRESS
+    addresses = (
+        "SELECT trace_id, argMax(attributes[{server_address:String}], duration_ns) AS address "
+        f"FROM {store.table('spans')} FINAL WHERE project = {{project:String}} AND kind = 'model' "
+        f"AND attributes[{{server_address:String}}] != '' AND trace_id IN ({traces}) GROUP BY trace_id"
+    )
+    joined = (
+        "SELECT r.*, a.address AS endpoint, "
+        "if(a.address != '', a.address, concat('provider:', r.provider)) AS host "
+        f"FROM ({rows}) AS r LEFT JOIN ({addresses}) AS a ON r.trace_id = a.trace_id"
+    )
+    gaps = (
+        "SELECT *, t_ns - lagInFrame(t_ns, 1, toInt64(0)) OVER (PARTITION BY service, host ORDER BY t_ns "
+        "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) >= {idle_ns:Int64} AS idle "
+        f"FROM ({joined})"
+    )
+    params["idle_ns"] = levers.IDLE_GAP_NS
+    per_endpoint = (
+        f"SELECT {group}, endpoint, count() AS n, quantilesExact(0.5, 0.95)(network_ns) AS q FROM ({gaps}) "
+        f"GROUP BY {group}, endpoint"
+    )
+    split = (
+        f"SELECT {group}, countIf(idle) AS n_idle, quantileExactIf(0.5)(network_ns, idle) AS idle_p50, "
+        "countIf(NOT idle) AS n_warm, quantileExactIf(0.5)(network_ns, NOT idle) AS warm_p50 "
+        f"FROM ({gaps}) GROUP BY {group}"
+    )
+    endpoints: dict[tuple[str, ...], list[EndpointNetwork]] = {}
+    for row in store.query(per_endpoint, params):
+        key = tuple(str(row[f"k_{field}"]) for field in by)
+        found = EndpointNetwork(str(row["endpoint"]), int(row["n"]), _pair(row["q"]))
+        endpoints.setdefault(key, []).append(found)
+    for listed in endpoints.values():
+        listed.sort(key=lambda e: (-(e.network.p50 or 0), e.endpoint))
+    reuse = {}
+    for row in store.query(split, params):
+        key = tuple(str(row[f"k_{field}"]) for field in by)
+        n_idle, n_warm = int(row["n_idle"]), int(row["n_warm"])
+        reuse[key] = ReuseSplit(
+            n_idle,
+            finite_int(row["idle_p50"]) if n_idle else None,
+            n_warm,
+            finite_int(row["warm_p50"]) if n_warm else None,
+        )
+    return endpoints, reuse
 
 
 def _alternatives(store: Store, scope: RequestScope) -> list[Alternative]:

@@ -23,6 +23,17 @@ class AdviceChange(BaseModel):
     ttft_p95: int | None
 
 
+class AdviceEndpoint(BaseModel):
+    """Network time of a group's requests to one provider endpoint."""
+
+    endpoint: str | None = Field(
+        description="The model call's server.address; null for requests whose spans did not carry one."
+    )
+    requests: int
+    network_p50_ns: int | None
+    network_p95_ns: int | None
+
+
 class AdviceLever(BaseModel):
     """One lever for one group: what it would change, on what evidence, and how sure that is."""
 
@@ -42,6 +53,11 @@ class AdviceLever(BaseModel):
     )
     confidence: str = Field(description="high, medium or low (sample size and how direct the evidence is).")
     assumptions: list[str] = Field(description="What the estimate takes as given beyond the measured rows.")
+    network_by_endpoint: list[AdviceEndpoint] | None = Field(
+        default=None,
+        description="network_reuse only: network time per provider endpoint (server.address), slowest "
+        "p50 first; null on the other levers.",
+    )
 
 
 class AdviceGroup(BaseModel):
@@ -86,6 +102,7 @@ class AdviceResponse(BaseModel):
 
 __all__ = [
     "AdviceChange",
+    "AdviceEndpoint",
     "AdviceGroup",
     "AdviceLever",
     "AdvicePercentiles",

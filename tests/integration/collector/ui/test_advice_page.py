@@ -113,6 +113,14 @@ def test_page_ranks_each_groups_levers_with_the_computed_change(page_at) -> None
         top = group(page, name).locator("ol.levers > li").first
         assert top.get_attribute("data-lever") == lever
         assert top.locator('tr[data-metric="e2e_p95"] .change').text_content() == change
+    # /lookup's network per endpoint: its rows have no spans, so no server.address was recorded
+    lookup = group(page, "POST /lookup · m-quick").locator("ol.levers > li").first
+    assert lookup.locator("table.endpoints tbody td").all_text_contents() == [
+        "not recorded",
+        "30",
+        "60.0 ms",
+        "400 ms",
+    ]
     assert group(page, "POST /answer · gpt-4o-mini").locator(".no-lever").count() == 1
     # costs as tests/integration/collector/queries/test_advice_api.py works them out
     assert (

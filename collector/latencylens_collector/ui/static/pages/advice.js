@@ -45,6 +45,17 @@ function changeTable(group, lever) {
       h("td", { class: "num change", text: signed(lever.change ? lever.change[key] : null) })))));
 }
 
+// The network lever's evidence per provider endpoint (server.address), slowest first.
+function endpointTable(endpoints) {
+  return h("div", { class: "scroll" }, h("table", { class: "grid endpoints" },
+    h("thead", {}, h("tr", {}, ["Endpoint", "Requests", "Network p50", "Network p95"].map((t, i) => h("th", { class: i ? "num" : "", text: t })))),
+    h("tbody", {}, endpoints.map((e) => h("tr", { "data-endpoint": e.endpoint || "" },
+      h("td", { text: e.endpoint || "not recorded" }),
+      h("td", { class: "num", text: num(e.requests) }),
+      h("td", { class: "num", text: dur(e.network_p50_ns) }),
+      h("td", { class: "num", text: dur(e.network_p95_ns) }))))));
+}
+
 // Lists and tables are styled here (through the CSSOM, which the CSP allows) so they fit a phone
 // without the list's indent: the rank is written in the heading instead.
 const PLAIN_LIST = { paddingLeft: "0", listStyle: "none" };
@@ -58,7 +69,8 @@ function leverItem(group, lever, rank) {
     h("details", { class: "evidence" },
       h("summary", { text: "Evidence" }),
       h("dl", {}, Object.entries(lever.evidence).map(([name, value]) => [
-        h("dt", { text: name.replace(/_/g, " ") }), h("dd", { "data-evidence": name, text: evidenceValue(name, value) })]))),
+        h("dt", { text: name.replace(/_/g, " ") }), h("dd", { "data-evidence": name, text: evidenceValue(name, value) })])),
+      lever.network_by_endpoint && lever.network_by_endpoint.length ? endpointTable(lever.network_by_endpoint) : null),
     lever.assumptions.length ? h("div", { class: "assumptions" }, h("strong", { text: "Assumes" }),
       h("ul", { style: INDENTED_LIST }, lever.assumptions.map((text) => h("li", { text })))) : null);
 }
