@@ -49,6 +49,7 @@ def request_row(
     cached: int | None = 0,
     estimated: bool = False,
     tps: float | None = None,
+    cost_nano_usd: int | None = None,
     project: str = "default",
     computed_at_us: int | None = None,
 ) -> dict[str, Any]:
@@ -73,6 +74,8 @@ def request_row(
         "ttft_ns": round(ttft_ms * MS) if ttft_ms is not None else None,
         "itl_ns": round(itl_ms * MS) if itl_ms is not None else None,
         "decode_tokens_per_second": tps,
+        "cost_nano_usd": cost_nano_usd,  # None: no price
+        "price_version": "genai-prices test" if cost_nano_usd is not None else "",
         "model_calls": 1,
         "span_count": 1,
         "computed_at": computed_at_us if computed_at_us is not None else time.time_ns() // 1000,

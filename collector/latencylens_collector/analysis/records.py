@@ -119,6 +119,8 @@ REQUEST_COLUMNS: Final = (
     "ttft_ns",
     "itl_ns",
     "decode_tokens_per_second",
+    "cost_nano_usd",
+    "price_version",
     "model_calls",
     "span_count",
     "computed_at",
@@ -129,4 +131,6 @@ REQUEST_COLUMNS: Final = (
 """Columns of ``requests``; a request row is a dict with exactly these keys. ``version`` orders a
 trace's computations by what they saw, ``computed_at`` is the latest insert stamp (store clock)
 of the spans a row was computed from, ``is_deleted`` marks a tombstone, ``root_missing`` a row
-rooted at its top-most received span (see :mod:`latencylens_collector.analysis.request_rows`)."""
+rooted at its top-most received span (see :mod:`latencylens_collector.analysis.request_rows`).
+``cost_nano_usd`` is what the request's model calls cost (None: some call has no price) and
+``price_version`` the prices used (:mod:`latencylens_collector.analysis.costs`)."""

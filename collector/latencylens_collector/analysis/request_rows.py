@@ -48,6 +48,7 @@ from latencylens_collector.analysis.conventions import (
     resolve_trace,
     usage_estimated,
 )
+from latencylens_collector.analysis.costs import CallUsage, Prices, request_cost
 from latencylens_collector.analysis.records import REQUEST_COLUMNS, STATUS_ERROR, SpanRow
 
 SPAN_COUNT_BITS: Final = 22
@@ -112,16 +113,22 @@ def attribute(spans: Sequence[SpanRow]) -> RequestBreakdown | None:
 
 
 def build_request_row(
-    spans: Sequence[SpanRow], computed_at_us: int = 0, *, version: int = 0, settled: bool = False
+    spans: Sequence[SpanRow],
+    computed_at_us: int = 0,
+    *,
+    version: int = 0,
+    settled: bool = False,
+    prices: Prices | None = None,
 ) -> dict[str, Any] | None:
     """The ``requests`` row of one trace, or None while it has no root.
 
     Without a parentless span the trace has no row, unless ``settled`` (its spans have stopped
     arriving): then it is rooted at its top-most received span and flagged ``root_missing``. A
     trace too large (:func:`attributable`) says so in its provenance (``trace: too_large``); its
-    ``span_count`` counts every span."""
+    ``span_count`` counts every span. Its cost is priced at ``prices`` (default: the process's
+    configured prices, :func:`~latencylens_collector.analysis.costs.use_prices`)."""
     kept, too_large = attributable(spans)
-    return _build(resolve_trace(kept), computed_at_us, version, settled, len(spans), too_large)
+    return _build(resolve_trace(kept), computed_at_us, version, settled, len(spans), too_large, prices)
 
 
 def _build(
@@ -131,6 +138,7 @@ def _build(
     settled: bool,
     span_count: int,
     too_large: bool = False,
+    prices: Prices | None = None,
 ) -> dict[str, Any] | None:
     """:func:`build_request_row` of spans already resolved (:func:`resolve_trace`)."""
     nodes = [span_node(row) for row in spans]
@@ -170,6 +178,8 @@ def _build(
         row[f"{name}_ns"] = breakdown.parts[name]
         row[f"busy_{name}_ns"] = breakdown.busy[name]
     row.update(token_totals([model for model, _ in models]))
+    cost = request_cost([call_usage(model) for model, _ in models], root.start_ns, prices)
+    row["cost_nano_usd"], row["price_version"] = cost.nano_usd, cost.price_version
     row.update(stream_metrics(primary_row, primary[1].timing if primary else None))
     if primary_row is not None and row["ttft_ns"] is not None:
         # Where the TTFT came from: measured by a client, or reported by a server (vLLM's span).
@@ -226,6 +236,8 @@ def tombstone(project: str, trace_id: bytes, start_ns: int, version: int) -> dic
         ttft_ns=None,
         itl_ns=None,
         decode_tokens_per_second=None,
+        cost_nano_usd=None,
+        price_version="",
         computed_at=0,
         version=version,
         is_deleted=1,
@@ -240,13 +252,16 @@ def trace_rows(
     computed_at_us: int = 0,
     settled: bool = False,
     stored_starts: Iterable[int] = (),
+    prices: Prices | None = None,
 ) -> list[dict[str, Any]]:
     """What to write for one trace: its row (when it has one) and a tombstone under every other
     key a row of it may be stored at (:func:`root_candidate_starts`, and ``stored_starts``: where
-    rows of it were read), all at ``version``. Empty while the trace has no row."""
+    rows of it were read), all at ``version``. Empty while the trace has no row. The row's cost is
+    priced at ``prices`` (default: the process's configured prices), so the write path and the
+    reconciler price a trace alike."""
     kept, too_large = attributable(spans)
     resolved = resolve_trace(kept)
-    row = _build(resolved, computed_at_us, version, settled, len(spans), too_large)
+    row = _build(resolved, computed_at_us, version, settled, len(spans), too_large, prices)
     if row is None:
         return []
     candidates = _orphan_starts(spans) | _orphan_starts(resolved)  # root_candidate_starts, resolved once
@@ -277,6 +292,20 @@ def token_totals(models: Sequence[SpanRow]) -> dict[str, Any]:
         totals[column] = sum(known) if len(known) == len(counts) else None
     totals["tokens_estimated"] = int(any(usage_estimated(row.attributes) for row in models))
     return totals
+
+
+def call_usage(model: SpanRow) -> CallUsage:
+    """A model call's provider, model and reported token counts, for pricing."""
+    attrs = model.attributes
+    counts = {column: first_int(attrs, *keys) for column, keys in TOKEN_KEYS.items()}
+    return CallUsage(
+        provider=provider_name(attrs),
+        model=model_name(attrs),
+        input_tokens=counts["input_tokens"],
+        cached_tokens=counts["cache_read_input_tokens"],
+        output_tokens=counts["output_tokens"],
+        estimated=usage_estimated(attrs),
+    )
 
 
 TTFT_PROVENANCE: Final = "ttft"

@@ -16,6 +16,7 @@ from opentelemetry import context as otel_context
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from latencylens_collector import __version__, ui
+from latencylens_collector.analysis.costs import use_prices
 from latencylens_collector.api import docs
 from latencylens_collector.api.deps import app_key_store
 from latencylens_collector.api.errors import add_error_handlers
@@ -50,6 +51,7 @@ def create_app(
     settings = settings or (store.settings if store is not None else Settings())
     owns_store = store is None
     the_store = store if store is not None else Store(settings)
+    use_prices(settings.prices)  # request rows are priced at ingest, by the writer and the reconciler
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -256,6 +256,21 @@ def token_line(detail: Mapping[str, Any]) -> str:
     return line
 
 
+NO_PRICE: Final = "no price"
+
+
+def dollars(value: float | None) -> str:
+    """US dollars, ``$0.00288`` (three significant digits) up to ``$1,234``; ``no price`` when
+    unknown (never 0)."""
+    if value is None:
+        return NO_PRICE
+    if value >= 100:
+        return f"${value:,.0f}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.3g}"
+
+
 def cost_line(detail: Mapping[str, Any]) -> str:
     """``cost: $0.00225 (genai-prices 0.2.3)``, or ``cost: no price``."""
     cost = detail.get("cost_usd")
@@ -372,10 +387,15 @@ def stats_text(body: Mapping[str, Any], columns: int | None = None) -> str:
             Column("top shares", wraps=True),
             Column("tok/s", numeric=True),
             Column("cached", numeric=True),
+            Column("$/req", numeric=True),
+            Column("$ total", numeric=True),
+            Column("no price", numeric=True),
         ],
         notes=[
             "share = the component's part of all time on the critical path",
             f"tok/s = mean {label('decode_tokens_per_second')} (output tokens / decode time)",
+            "$/req, $ total = mean and sum of the cost of requests with a price; no price = requests "
+            "whose model, provider or token counts have none (left out of both)",
         ],
         keys=len(keys),
     )
@@ -397,8 +417,16 @@ def stats_text(body: Mapping[str, Any], columns: int | None = None) -> str:
             ", ".join(f"{label(name)} {percent(c['share'])}" for name, c in shares if c["share"]) or MISSING,
             MISSING if rate is None else f"{rate:.0f}",
             percent(group["cached_token_ratio"]),
+            *cost_cells(group.get("cost")),
         )
     return render(table, columns)
+
+
+def cost_cells(cost: Mapping[str, Any] | None) -> tuple[str, str, str]:
+    """``$/req``, ``$ total`` and ``no price`` of a stats group."""
+    if cost is None:
+        return NO_PRICE, NO_PRICE, MISSING
+    return dollars(cost["mean_usd"]), dollars(cost["total_usd"]), str(cost["no_price"])
 
 
 # compare ------------------------------------------------------------------------------------------
@@ -432,6 +460,7 @@ def compare_text(body: Mapping[str, Any], columns: int | None = None) -> str:
         f"A: {body['a']['count']} requests, {ms(body['a']['value_ns'])} ms; "
         f"B: {body['b']['count']} requests, {ms(body['b']['value_ns'])} ms"
     )
+    lines += textwrap.wrap(compare_cost_line(body), limit, break_long_words=False, break_on_hyphens=False)
     components = Table(
         f"{body['quantile']} of each component (ms)",
         [
@@ -454,6 +483,7 @@ def compare_text(body: Mapping[str, Any], columns: int | None = None) -> str:
                 Column("Δ", numeric=True),
                 Column("top component"),
                 Column("its Δ", numeric=True),
+                Column("$/req B÷A", numeric=True),
             ],
         )
         for g in body["groups"]:
@@ -464,6 +494,28 @@ def compare_text(body: Mapping[str, Any], columns: int | None = None) -> str:
                 ms(g["delta_ns"], signed=True),
                 g["top_component"] or MISSING,
                 ms(g["top_component_delta_ns"], signed=True),
+                ratio(g.get("cost_ratio")),
             )
         lines += ["", render(groups, limit)]
     return "\n".join(lines)
+
+
+def ratio(value: float | None) -> str:
+    """``×1.25``; ``-`` without a cost on both sides."""
+    return MISSING if value is None else f"×{value:.2f}"
+
+
+def compare_cost_line(body: Mapping[str, Any]) -> str:
+    """``cost per request: A $0.00288, B $0.0036 (×1.25)``, saying how many had no price."""
+    sides = []
+    for name in ("A", "B"):
+        side = body[name.lower()]
+        text = f"{name} {dollars(side.get('cost_per_request_usd'))}"
+        unpriced = side.get("no_price", 0)
+        if unpriced and side.get("cost_per_request_usd") is not None:
+            text += f" ({unpriced} without a price left out)"
+        sides.append(text)
+    line = "cost per request: " + ", ".join(sides)
+    if body.get("cost_ratio") is not None:
+        line += f" ({ratio(body['cost_ratio'])})"
+    return line

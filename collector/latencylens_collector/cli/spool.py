@@ -169,6 +169,7 @@ def _replay_by_collector(directory: Path, args: argparse.Namespace) -> int:
 
 def _replay_here(settings: Settings, directory: Path, args: argparse.Namespace) -> int:
     """No collector runs: replay everything into ClickHouse from this process."""
+    from latencylens_collector.analysis.costs import use_prices
     from latencylens_collector.pipeline.ingest import Ingestor
     from latencylens_collector.pipeline.replay import replay_spool
     from latencylens_collector.pipeline.spool import Spool, SpoolError
@@ -181,6 +182,7 @@ def _replay_here(settings: Settings, directory: Path, args: argparse.Namespace) 
         show(error_line(str(exc)), sys.stderr)
         return FAILED
     store = Store(settings)
+    use_prices(settings.prices)  # rows are priced as the collector would price them
     ingestor = Ingestor(store)
 
     def write(spans: Sequence[SpanRow], token: str) -> None:

@@ -22,6 +22,7 @@ from latencylens_collector.storage.rollup import (
     HOUR_S,
     MAX_KEPT_FIELDS,
     NS_PER_S,
+    cost_columns,
     kept_mask,
     state_columns,
     sum_columns,
@@ -129,16 +130,18 @@ def union_sql(
     extras: Sequence[Extra] = (),
     metrics: Sequence[str],
     sums: bool,
+    costs: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """``SELECT … UNION ALL SELECT …`` of per-group partial aggregates (a subquery for the caller
     to merge) and its parameters. Columns: ``k_<field>``, the extras, ``has_ttft``, ``has_itl``,
-    ``requests``, ``q_<metric>`` states and, with ``sums``, the additive measures."""
+    ``requests``, ``q_<metric>`` states, with ``sums`` the additive measures and with ``costs`` the
+    cost's state, sum and priced count (:func:`~latencylens_collector.storage.rollup.cost_columns`)."""
     filter_sql, params = filters.sql()
     params["project"] = project
     keys = [f"{FILTER_COLUMNS[f]} AS k_{f}" for f in fields]
     names = [f"k_{f}" for f in fields] + [e.name for e in extras]
     states = state_columns(metrics)
-    additive = sum_columns() if sums else []
+    additive = [*(sum_columns() if sums else []), *(cost_columns() if costs else [])]
     parts = []
     if source.raw_ranges:
         select = [

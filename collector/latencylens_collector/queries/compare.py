@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
+from latencylens_collector.analysis.costs import NANO_USD_PER_USD
 from latencylens_collector.analysis.explanation import format_ns
 from latencylens_collector.queries._common import MAX_GROUPS, QUANTILES, QueryError, finite_int, group_key
 from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
@@ -34,6 +35,13 @@ class _Side:
     count: int
     value: int | None
     components: dict[str, int | None] = field(default_factory=dict)
+    cost_nano_usd: int = 0
+    """Summed over the ``priced`` requests."""
+    priced: int = 0
+
+    @property
+    def cost_per_request_usd(self) -> float | None:
+        return self.cost_nano_usd / self.priced / NANO_USD_PER_USD if self.priced else None
 
 
 def compare(
@@ -78,13 +86,31 @@ def compare(
     return CompareResponse(
         metric=metric,
         quantile=quantile,
-        a=CompareSide(count=a_all.count, value_ns=a_all.value),
-        b=CompareSide(count=b_all.count, value_ns=b_all.value),
+        a=_side(a_all),
+        b=_side(b_all),
         delta_ns=delta,
+        cost_ratio=cost_ratio(a_all, b_all),
         components=components,
         groups=groups,
         summary=summary(metric, quantile, delta, components, groups, by),
     )
+
+
+def _side(side: _Side) -> CompareSide:
+    return CompareSide(
+        count=side.count,
+        value_ns=side.value,
+        cost_per_request_usd=side.cost_per_request_usd,
+        no_price=side.count - side.priced,
+    )
+
+
+def cost_ratio(a: _Side | None, b: _Side | None) -> float | None:
+    """B's cost per priced request over A's; None without a priced request on either side (or a
+    free A, whose ratio means nothing)."""
+    a_cost = a.cost_per_request_usd if a else None
+    b_cost = b.cost_per_request_usd if b else None
+    return b_cost / a_cost if a_cost and b_cost is not None else None
 
 
 def _delta(a: int | None, b: int | None) -> int | None:
@@ -142,6 +168,7 @@ def _sides(
         extras=extras,
         metrics=(metric, *names),
         sums=False,
+        costs=True,
     )
     params["limit"] = MAX_GROUPS + 2
     for side, span in zip(_SIDES, (a, b), strict=True):
@@ -153,6 +180,8 @@ def _sides(
             f"sumIf(requests, in_{side}) AS n_{side}",
             f"{merge}(q_{metric}, in_{side})[{index}] AS value_{side}",
             *(f"{merge}(q_{name}, {has_metric} AND in_{side})[{index}] AS c_{side}_{name}" for name in names),
+            f"sumIf(sum_cost, in_{side}) AS cost_{side}",
+            f"sumIf(priced, in_{side}) AS priced_{side}",
         ]
     keys = ", ".join(f"k_{field}" for field in by)
     whole_mask = (1 << len(by)) - 1
@@ -177,6 +206,8 @@ def _sides(
                 count=count,
                 value=finite_int(row[f"value_{side}"]),
                 components={name: finite_int(row[f"c_{side}_{name}"]) for name in names},
+                cost_nano_usd=int(row[f"cost_{side}"]),
+                priced=int(row[f"priced_{side}"]),
             )
             if is_whole:
                 wholes[side] = found
@@ -209,6 +240,9 @@ def _groups(
                 delta_ns=_delta(left.value if left else None, right.value if right else None),
                 top_component=top,
                 top_component_delta_ns=known[top] if top else None,
+                a_cost_per_request_usd=left.cost_per_request_usd if left else None,
+                b_cost_per_request_usd=right.cost_per_request_usd if right else None,
+                cost_ratio=cost_ratio(left, right),
             )
         )
     groups.sort(key=lambda g: (g.delta_ns is None, -abs(g.delta_ns or 0)))

@@ -139,6 +139,19 @@ class ComponentStats(Quantiles):
     share: float | None = Field(description="Sum of this component / sum of e2e (0–1).")
 
 
+class CostStats(BaseModel):
+    """What the group's requests cost, priced at ingest (US dollars; genai-prices' bundled data or
+    the configured prices). Requests without a price (a model the data does not know, a count not
+    reported) are counted in ``no_price`` and left out of every figure, never counted as 0."""
+
+    total_usd: float | None = Field(description="Sum over the priced requests; null when none is priced.")
+    mean_usd: float | None = Field(description="Cost per priced request; null when none is priced.")
+    p50_usd: float | None = Field(description="Median cost per priced request (8 significant bits).")
+    p95_usd: float | None = Field(description="95th percentile cost per priced request (8 significant bits).")
+    priced: int = Field(description="Requests with a price.")
+    no_price: int = Field(description="Requests without a price (also those stored before costs were kept).")
+
+
 class StatsGroup(BaseModel):
     """Aggregates of one group (and time bucket)."""
 
@@ -157,6 +170,7 @@ class StatsGroup(BaseModel):
         description="Cache-read input tokens / input tokens, over requests whose counts were both "
         "reported (unknown and estimated counts are left out)."
     )
+    cost: CostStats | None = Field(default=None, description="What the requests cost.")
 
 
 class StatsResponse(BaseModel):
@@ -172,6 +186,10 @@ class StatsResponse(BaseModel):
 class CompareSide(BaseModel):
     count: int
     value_ns: int | None
+    cost_per_request_usd: float | None = Field(
+        default=None, description="Mean cost of the range's priced requests; null when none is priced."
+    )
+    no_price: int = Field(default=0, description="Requests of the range without a price (left out).")
 
 
 class ComponentDelta(BaseModel):
@@ -188,6 +206,9 @@ class CompareGroup(BaseModel):
     delta_ns: int | None
     top_component: str | None
     top_component_delta_ns: int | None
+    a_cost_per_request_usd: float | None = None
+    b_cost_per_request_usd: float | None = None
+    cost_ratio: float | None = Field(default=None, description="b / a of the cost per request.")
 
 
 class CompareResponse(BaseModel):
@@ -198,6 +219,11 @@ class CompareResponse(BaseModel):
     a: CompareSide
     b: CompareSide
     delta_ns: int | None = Field(description="b − a.")
+    cost_ratio: float | None = Field(
+        default=None,
+        description="b's cost per request / a's: 1.25 is 25 % dearer per request; null when either "
+        "side has no priced request.",
+    )
     components: list[ComponentDelta] = Field(description="The metric's components, by |delta| desc.")
     groups: list[CompareGroup] = Field(description="By |delta| desc; groups seen in both ranges first.")
     summary: str

@@ -24,9 +24,16 @@ from latencylens_collector.analysis.attribution import (
     QUEUE,
     SERVER_OTHER,
 )
+from latencylens_collector.analysis.costs import NANO_USD_PER_USD, usd
 from latencylens_collector.queries._common import MAX_GROUPS, QUANTILES, QueryError, finite_int, group_key
 from latencylens_collector.queries._sources import Extra, RollupUse, plan, union_sql
-from latencylens_collector.queries.responses import ComponentStats, Quantiles, StatsGroup, StatsResponse
+from latencylens_collector.queries.responses import (
+    ComponentStats,
+    CostStats,
+    Quantiles,
+    StatsGroup,
+    StatsResponse,
+)
 from latencylens_collector.queries.scope import NO_FILTERS, Filters
 from latencylens_collector.queries.times import NS_PER_S, Window, from_ns, window
 from latencylens_collector.storage.rollup import LEVELS, METRICS
@@ -92,7 +99,15 @@ def aggregate_rows(
         bucket = f"intDiv(toUnixTimestamp({{column}}), {bucket_s}) * {bucket_s}"
         extras.append(Extra("bucket_s", bucket.format(column="start_time"), bucket.format(column="hour")))
     inner, params = union_sql(
-        store, project, source, fields=by, filters=filters, extras=extras, metrics=METRICS, sums=True
+        store,
+        project,
+        source,
+        fields=by,
+        filters=filters,
+        extras=extras,
+        metrics=METRICS,
+        sums=True,
+        costs=True,
     )
     params["limit"] = MAX_GROUPS + 1
     group_cols = [e.name for e in extras] + [f"k_{field}" for field in by]
@@ -103,6 +118,9 @@ def aggregate_rows(
         "if(sum(tps_count) > 0, sum(tps_sum) / sum(tps_count), NULL) AS tps",
         "sum(input_tokens) AS input_tokens",
         "sum(cached_tokens) AS cached_tokens",
+        f"quantilesBFloat16Merge({LEVELS})(q_cost) AS q_cost",
+        "sum(sum_cost) AS sum_cost",
+        "sum(priced) AS priced",
     ]
     group_sql = f"GROUP BY {', '.join(group_cols)}" if group_cols else ""
     order = ["bucket_s"] if bucket_s is not None else []
@@ -146,4 +164,20 @@ def stats_group(row: Mapping[str, Any], by: Sequence[str]) -> StatsGroup:
         components=components,
         output_tokens_per_second=float(tps) if tps is not None and tps == tps else None,
         cached_token_ratio=int(row["cached_tokens"]) / input_tokens if input_tokens > 0 else None,
+        cost=cost_stats(row),
+    )
+
+
+def cost_stats(row: Mapping[str, Any]) -> CostStats:
+    """The group's cost from its merged cost columns (:func:`storage.rollup.cost_columns`)."""
+    priced = int(row["priced"])
+    levels = quantiles(row["q_cost"]) if priced else Quantiles(p50=None, p90=None, p95=None, p99=None)
+    total = int(row["sum_cost"])
+    return CostStats(
+        total_usd=usd(total) if priced else None,
+        mean_usd=total / priced / NANO_USD_PER_USD if priced else None,
+        p50_usd=usd(levels.p50),
+        p95_usd=usd(levels.p95),
+        priced=priced,
+        no_price=int(row["n"]) - priced,
     )

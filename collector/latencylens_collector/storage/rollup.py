@@ -49,7 +49,7 @@ METRICS: Final = ("e2e", "ttft", "itl", *COMPONENTS)
 """Metrics with a percentile state (column ``q_<metric>``); every one but ttft/itl also has ``sum_``."""
 LEVELS: Final = "0.5, 0.9, 0.95, 0.99"
 """Quantile levels of the stored states, in the order of ``queries._common.QUANTILES``; must match
-the column types of migration 0011."""
+the column types of migrations 0011 and 0018."""
 MAX_HOURS_PER_REFRESH: Final = 48
 DISTINCT_VALUES_CAP: Final = 512
 """A state holds at most about this many distinct values of one latency metric (8 significant
@@ -67,6 +67,17 @@ def kept_mask(fields: Iterable[str]) -> int:
 def state_columns(metrics: Iterable[str] = METRICS) -> list[tuple[str, str]]:
     """(column name, aggregate over request rows) of each metric's percentile state."""
     return [(f"q_{m}", f"quantilesBFloat16State({LEVELS})({m}_ns)") for m in metrics]
+
+
+def cost_columns() -> list[tuple[str, str]]:
+    """(column name, aggregate over request rows) of the cost per request: its percentile state,
+    its sum and how many requests have one (integer nano-dollars: exact in any order, so the
+    rollup's sums equal the rows'). Requests without a price (NULL) are in none of them."""
+    return [
+        ("q_cost", f"quantilesBFloat16State({LEVELS})(cost_nano_usd)"),
+        ("sum_cost", "coalesce(sum(cost_nano_usd), 0)"),
+        ("priced", "count(cost_nano_usd)"),
+    ]
 
 
 def sum_columns() -> list[tuple[str, str]]:
@@ -96,7 +107,7 @@ _GROUPING_SETS = ", ".join(
     + ")"
     for fields in GROUPINGS
 )
-_MEASURES = [("requests", "count()"), *state_columns(), *sum_columns()]
+_MEASURES = [("requests", "count()"), *state_columns(), *sum_columns(), *cost_columns()]
 
 
 def _build_sql(store: Store) -> str:

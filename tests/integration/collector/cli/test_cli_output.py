@@ -146,7 +146,9 @@ def test_stats(loaded: Loaded, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     request's 2000 ms reads 1996.5 and 1000 ms 998.2; TTFT 600 (300 × 2) → 599.8, 300 → 299.9; ITL
     (700 − 300) × 2 / 100 gaps = 8.0 and 4.0. tok/s: 101 tokens over 0.8 s of decode = 126.25 and
     over 0.4 s = 252.5 (rounded half to even). Cached 100 / 500 = 20%. Shares of 2000 ms: decode
-    800 = 40%, network 460 = 23%, app, other 300 = 15%."""
+    800 = 40%, network 460 = 23%, app, other 300 = 15%. Cost: llama-3.3-70b-versatile at Groq
+    (genai-prices: $0.59 / M input, cached input alike, $0.79 / M output), 500 input and 101 output
+    tokens: 500 × 0.59 + 101 × 0.79 = 374.79 µ$ → $0.000375; m-small has no price."""
     since, until = utc(loaded.start_ns - 3600 * S), utc(loaded.start_ns + 3600 * S)
     window = ["--since", since.replace(" UTC", "Z"), "--until", until.replace(" UTC", "Z")]
     argv = ["stats", "--by", "model", "--url", loaded.url, *window]
@@ -165,8 +167,15 @@ model                    top shares                               tok/s  cached
 ───────────────────────  ───────────────────────────────────────  ─────  ──────
 llama-3.3-70b-versatile  decode 40%, network 23%, app, other 15%    126     20%
 m-small                  decode 40%, network 23%, app, other 15%    252     20%
+
+model                        $/req    $ total  no price
+───────────────────────  ─────────  ─────────  ────────
+llama-3.3-70b-versatile  $0.000375  $0.000375         0
+m-small                   no price   no price         1
 share = the component's part of all time on the critical path
 tok/s = mean decode rate (output tokens / decode time)
+$/req, $ total = mean and sum of the cost of requests with a price; no price =
+requests whose model, provider or token counts have none (left out of both)
 """
     )
     wide = output(argv, 200, capsys, monkeypatch)
@@ -174,12 +183,13 @@ tok/s = mean decode rate (output tokens / decode time)
         wide
         == f"""{title}
 
-model                    n  e2e p50  e2e p95  e2e p99  ttft p95  itl p95  top shares                               tok/s  cached
-───────────────────────  ─  ───────  ───────  ───────  ────────  ───────  ───────────────────────────────────────  ─────  ──────
-llama-3.3-70b-versatile  1   1996.5   1996.5   1996.5     599.8      8.0  decode 40%, network 23%, app, other 15%    126     20%
-m-small                  1    998.2    998.2    998.2     299.9      4.0  decode 40%, network 23%, app, other 15%    252     20%
+model                    n  e2e p50  e2e p95  e2e p99  ttft p95  itl p95  top shares                               tok/s  cached      $/req    $ total  no price
+───────────────────────  ─  ───────  ───────  ───────  ────────  ───────  ───────────────────────────────────────  ─────  ──────  ─────────  ─────────  ────────
+llama-3.3-70b-versatile  1   1996.5   1996.5   1996.5     599.8      8.0  decode 40%, network 23%, app, other 15%    126     20%  $0.000375  $0.000375         0
+m-small                  1    998.2    998.2    998.2     299.9      4.0  decode 40%, network 23%, app, other 15%    252     20%   no price   no price         1
 share = the component's part of all time on the critical path
 tok/s = mean decode rate (output tokens / decode time)
+$/req, $ total = mean and sum of the cost of requests with a price; no price = requests whose model, provider or token counts have none (left out of both)
 """
     )
 

@@ -334,6 +334,11 @@ def shifted(collector):
     return collector
 
 
+def unpriced(count: int) -> dict:
+    """A compare side whose requests have no price (rows without a cost): none, never $0."""
+    return {"cost_per_request_usd": None, "no_price": count}
+
+
 def test_compare_names_the_component_and_group_that_moved(shifted) -> None:
     a0 = shifted.a0 // S
     body = ok(
@@ -350,8 +355,8 @@ def test_compare_names_the_component_and_group_that_moved(shifted) -> None:
         )
     )
     # A TTFT [60×3, 70×3]: p95 rank ceil(5.7) = 6 → 70. B [70×3, 210×3] → 210.
-    assert body["a"] == {"count": 6, "value_ns": bf16(70 * MS)}
-    assert body["b"] == {"count": 6, "value_ns": bf16(210 * MS)}
+    assert body["a"] == {"count": 6, "value_ns": bf16(70 * MS), **unpriced(6)}
+    assert body["b"] == {"count": 6, "value_ns": bf16(210 * MS), **unpriced(6)}
     assert body["delta_ns"] == bf16(210 * MS) - bf16(70 * MS)
     # Queue p95 30 → 180; network (40) and prefill (20) unchanged.
     top, *rest = body["components"]
@@ -471,8 +476,8 @@ def test_compare_ranges_may_overlap(shifted) -> None:
     )
     # A holds all 12 requests: TTFT [60×3, 70×6, 210×3], the top 3 (ranks 10–12) are 210, so p95
     # (rank ceil(11.4) = 12) is 210. B holds the later 6: [70×3, 210×3] → 210 as well.
-    assert body["a"] == {"count": 12, "value_ns": bf16(210 * MS)}
-    assert body["b"] == {"count": 6, "value_ns": bf16(210 * MS)}
+    assert body["a"] == {"count": 12, "value_ns": bf16(210 * MS), **unpriced(12)}
+    assert body["b"] == {"count": 6, "value_ns": bf16(210 * MS), **unpriced(6)}
     assert body["delta_ns"] == 0
     # groq A [60×3, 210×3] → p95 210 = B's p95; openai 70 in both.
     assert [(g["key"], g["a_ns"], g["b_ns"]) for g in body["groups"]] == [

@@ -34,7 +34,7 @@ def test_rows_stored_before_0015_are_kept_and_versioned(
     )
 
     applied = apply_migrations(store)
-    assert [m.version for m in applied] == [15, 16]
+    assert [m.version for m in applied if m.version <= 16] == [15, 16]
     [row] = store.query(
         f"SELECT e2e_ns, span_count, version, is_deleted, root_missing FROM {db}.requests FINAL"
     )

@@ -35,7 +35,8 @@ def first_hour() -> int:
 
 def workload(h0: int) -> list[dict]:
     """240 requests over four whole hours and the open one: three models on two providers, two
-    services and routes, every component varying, TTFT on two of three, ITL on half."""
+    services and routes, every component varying, TTFT on two of three, ITL on half, a cost on
+    six of seven (the seventh has no price)."""
     rows = []
     for n in range(240):
         ttft = 40 + n % 37 if n % 3 else None
@@ -60,6 +61,7 @@ def workload(h0: int) -> list[dict]:
                 input_tokens=500 + n,
                 cached=n,
                 tps=None if n % 4 == 0 else 100.0 + n,
+                cost_nano_usd=None if n % 7 == 0 else 1_000_000 + n * 12_345,
             )
         )
     return rows
@@ -110,6 +112,17 @@ def test_stats_from_the_rollup_equal_stats_from_rows(loaded: Store, by, bucket, 
     from_rows = queries.stats(loaded, "default", rollup="never", **args)
     from_rollup = queries.stats(loaded, "default", rollup="always", **args)
     same_stats(from_rollup, from_rows)
+    # The cost too (compared whole by same_stats): an exact sum of nano-dollars, and the requests
+    # without a price counted apart, whichever source was read.
+    costs = [g.cost for g in from_rows.groups if g.cost is not None]
+    assert sum(c.no_price for c in costs) > 0 and all(c.priced + c.no_price > 0 for c in costs)
+    assert sum(c.priced for c in costs) == len(
+        [
+            r
+            for r in workload(loaded.h0)  # type: ignore[attr-defined]
+            if since <= r["start_time"] < until and _matches(r, filters) and r["cost_nano_usd"] is not None
+        ]
+    )
     assert len(rolled_hours(loaded, since, until, by, filters)) == 3  # hours 1, 2, 3
     assert sum(g.count for g in from_rows.groups) == len(
         [r for r in workload(loaded.h0) if since <= r["start_time"] < until and _matches(r, filters)]  # type: ignore[attr-defined]
@@ -135,8 +148,9 @@ def test_compare_from_the_rollup_equals_compare_from_rows(loaded: Store, metric:
     args = dict(now=now, by=["provider", "model"], metric=metric, quantile=quantile, **ranges)
     from_rows = queries.compare(loaded, "default", rollup="never", **args)
     from_rollup = queries.compare(loaded, "default", rollup="always", **args)
-    assert from_rollup == from_rows
+    assert from_rollup == from_rows  # the cost per request and its ratio included
     assert from_rows.a.count > 0 and from_rows.b.count > 0
+    assert from_rows.cost_ratio is not None and from_rows.a.no_price > 0
     a = window(now, ranges["a_since"], ranges["a_until"])
     b = window(now, ranges["b_since"], ranges["b_until"])
     used = plan(loaded, "default", [a, b], ["provider", "model"], NO_FILTERS, rollup="always").hours
