@@ -98,6 +98,9 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.keepalive_time_ms", KEEPALIVE_S * 1000),
         ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_S * 1000),
         ("grpc.max_concurrent_streams", MAX_WORKERS),
+        # Else a call sent as another ends, while its stream is still being freed, is refused with
+        # RST_STREAM (UNAVAILABLE, no RetryInfo): MAX_PENDING_CALLS answers overload instead.
+        ("grpc.http.overload_protection", 0),
         ("grpc.max_metadata_size", MAX_METADATA_BYTES),
         ("grpc.so_reuseport", 0),
     ]
