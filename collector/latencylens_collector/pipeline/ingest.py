@@ -11,9 +11,12 @@ collectors in any order keep the most complete one. What this path cannot see (a
 insert not yet visible, a crash between the two writes, a root that never comes) the reconciler
 (:mod:`latencylens_collector.pipeline.reconciler`) repairs once the trace has settled.
 
-A trace past its span cap (``latencylens.trace.too_large``) arriving in pieces is not read back
-for each piece: that would cost every piece the trace so far. Its row is the reconciler's, from
-all its spans, once it has settled.
+A trace past its span cap arriving in pieces is not read back for each piece: that would cost every
+piece the trace so far (quadratic). A piece is read back only while the trace had at most
+``max_trace_spans`` spans stored before it (from the store's count, so also after a restart, from
+another collector, and on the engine path, which marks no span ``latencylens.trace.too_large``), and
+never when its spans carry the mark: what a piece reads is bounded by the cap plus the piece. The
+row of a larger trace is the reconciler's, from all its spans, once it has settled.
 """
 
 from __future__ import annotations
@@ -42,8 +45,14 @@ class Ingestor:
     row is recomputed from the stored spans of its trace, so a replayed batch yields the same row.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, max_trace_spans: int | None = None) -> None:
         self.store = store
+        self.max_trace_spans = max(
+            1, store.settings.max_trace_spans if max_trace_spans is None else max_trace_spans
+        )
+        """Past this many spans stored, a trace's further pieces are not read back (see the module)."""
+        self.spans_read_back = 0
+        """Spans read back from storage so far: the work this path spends on traces in pieces."""
         self._lock = threading.Lock()
         """One batch at a time per process (chdb is one engine; a server gains little from more)."""
 
@@ -107,11 +116,21 @@ class Ingestor:
             )
             verdicts = otlp_sql.read_verdicts(self.store.insert_otlp_bodies(data, batch_id), len(bodies))
             touched: dict[str, set[bytes]] = defaultdict(set)
+            stored_spans: dict[str, int] = defaultdict(int)
             for verdict in verdicts:
                 touched[verdict.project] |= verdict.trace_ids
+                stored_spans[verdict.project] += verdict.spans
             rows: list[dict[str, Any]] = []
             for project, trace_ids in touched.items():
-                rows.extend(self._read_back(project, sorted(trace_ids), {}))
+                # The batch's spans are not in memory: its spans of the project, counted as if all
+                # were the trace's, bound from below what the trace held before it.
+                stamps = trace_state.stamps(self.store, trace_ids, project)
+                small = [
+                    trace_id
+                    for trace_id in sorted(trace_ids)
+                    if not self._was_past_cap(stamps.get(trace_id), stored_spans[project])
+                ]
+                rows.extend(self._read_back(project, small, {}))
             self.store.upsert_requests(rows)
             return list(verdicts)
 
@@ -125,7 +144,7 @@ class Ingestor:
             stamp = stamps.get(trace_id)
             if stamp is not None and _whole(trace_spans, stamp):
                 rows.extend(_rows_of(sorted(trace_spans, key=_stored_order), stamp.last_insert_us))
-            elif not attributable(trace_spans)[1]:
+            elif not attributable(trace_spans)[1] and not self._was_past_cap(stamp, len(trace_spans)):
                 read_back.append(trace_id)
             # else: a piece of a trace past its span cap. Reading the whole trace back for every
             # piece would cost each piece the trace so far (quadratic); the reconciler writes its
@@ -140,6 +159,7 @@ class Ingestor:
         """Rows of traces read back from storage, joined with the batch's own spans of them."""
         rows: list[dict[str, Any]] = []
         stored = trace_state.stored_traces(self.store, trace_ids, project)
+        self.spans_read_back += sum(len(trace.spans) for trace in stored.values())
         for trace_id in trace_ids:
             found = stored.get(trace_id)
             own = batch.get(trace_id, [])
@@ -152,6 +172,11 @@ class Ingestor:
             earlier = _earlier_root(own, found) if own else []
             rows.extend(_rows_of(spans, last_insert_us, earlier))
         return rows
+
+    def _was_past_cap(self, stamp: trace_state.Stamp | None, batch_spans: int) -> bool:
+        """Whether the trace had more than ``max_trace_spans`` spans stored before this batch, which
+        brought at most ``batch_spans`` of those stored now."""
+        return stamp is not None and stamp.spans - batch_spans > self.max_trace_spans
 
 
 def _whole(spans: Sequence[SpanRow], stamp: trace_state.Stamp) -> bool:
