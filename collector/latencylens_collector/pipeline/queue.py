@@ -10,11 +10,12 @@ large the spans are, not only how many.
 Projects are served fairly: each has its own FIFO of tickets, one project may hold at most
 ``project_share`` of the spans and of the bytes, so a project flooding the collector is refused
 (429) while another still gets in, and each batch is one project's turn (:meth:`BoundedQueue.take`):
-its tickets in order, at most half a batch while another project waits, then the projects move on
-in turn. Other projects' tickets ride along only while the batch stays small (a quarter of the
-bounds), so exports of many light projects still share an insert, while a project's large batch
-(a burst, an 8,000-span chain) is never the insert another project's export waits for: that export
-waits at most for the one insert being written, then its own small one.
+its tickets in order, at most a quarter of a batch while another project waits (a larger export is
+written in pieces of that size, one per turn, and answered after its last), then the projects move
+on in turn. Other projects' tickets ride along only while the batch stays within a quarter of the
+bounds, so exports of many light projects still share an insert, while a project's large batch (a
+burst, an 8,000-span chain) is never the insert another project's export waits for: that export
+waits at most for the one bounded insert being written, then its own small one.
 
 Receivers also say while they decode an export (:meth:`BoundedQueue.decoding`): the writer waits
 for a fuller batch only while more spans are about to arrive, so a lone sender is never held for
@@ -45,8 +46,9 @@ SLOT_BYTES: Final = 40
 """Cost of one attribute beyond its two strings: its slot in the dict."""
 EVENT_BYTES: Final = 150
 """Fixed cost of one span event (its tuple and attribute dict)."""
-TURN_SHARE: Final = 2
-"""While other projects wait, one project's turn takes at most 1/TURN_SHARE of a batch's bounds."""
+TURN_SHARE: Final = 4
+"""While other projects wait, one project's turn takes at most 1/TURN_SHARE of a batch's bounds
+(an export of more spans is written in pieces of that many, one piece per turn)."""
 RIDER_SHARE: Final = 4
 """Other projects' tickets join a turn's batch only while it stays within 1/RIDER_SHARE of the bounds."""
 
@@ -130,6 +132,21 @@ class Ticket:
     """What the engine checks the body against (:class:`~.storage.otlp_sql.BodyLimits`)."""
     stored_spans: int = 0
     """Spans the engine stored from ``body`` (set before the future resolves)."""
+    pieces: list[Future[Outcome]] = field(default_factory=list)
+    """Futures of the pieces already cut from this ticket and written before it (in turns)."""
+
+    def resolve(self, outcome: Outcome) -> None:
+        """Answer with ``outcome`` for what is left of the export, combined with its pieces' (all
+        resolved by now: they were taken before it): a failed piece fails the export, a spooled
+        one makes it spooled."""
+        for piece in self.pieces:
+            failure = piece.exception(timeout=0)
+            if failure is not None:
+                self.future.set_exception(failure)
+                return
+            if piece.result(timeout=0) is Outcome.SPOOLED:
+                outcome = Outcome.SPOOLED
+        self.future.set_result(outcome)
 
 
 class BoundedQueue:
@@ -294,14 +311,17 @@ class BoundedQueue:
             return batch
 
     def _turn(self, max_spans: int, max_bytes: int) -> list[Ticket]:
-        """The project first in turn's tickets in order, within the bounds, or half of them while
-        another project waits (a first ticket over them is taken alone); that project then goes
-        last. Then other projects' tickets, one each in turn, while the batch stays within a
-        quarter of the bounds; they keep their place. Called with the lock held and a project
-        waiting."""
+        """The project first in turn's tickets in order, within the bounds, or a quarter of them
+        while another project waits (a first ticket over them is taken alone, or, while another
+        project waits, a piece of it that fits); that project then goes last. Then other
+        projects' tickets, one each in turn, while the batch stays within a quarter of the bounds;
+        they keep their place. Called with the lock held and a project waiting."""
         project = self._turns.popleft()
         share = TURN_SHARE if self._turns else 1
-        batch = self._pop_while(project, max(1, max_spans // share), max(1, max_bytes // share), [])
+        turn_spans = max(1, max_spans // share)
+        if share > 1:
+            self._cut_piece(project, turn_spans)
+        batch = self._pop_while(project, turn_spans, max(1, max_bytes // share), [])
         if project in self._queues:
             self._turns.append(project)
         riders_spans, riders_bytes = max_spans // RIDER_SHARE, max_bytes // RIDER_SHARE
@@ -314,6 +334,21 @@ class BoundedQueue:
                     riding.remove(other)
                     self._turns.remove(other)
         return batch
+
+    def _cut_piece(self, project: str, max_spans: int) -> None:
+        """Put a piece of ``max_spans`` spans of ``project``'s first ticket before it when the
+        ticket holds more (not an engine body: it is inserted whole); the ticket keeps the rest
+        and its receiver's future, and is answered after its pieces (:meth:`Ticket.resolve`)."""
+        queue = self._queues[project]
+        ticket = queue[0]
+        if ticket.body is not None or len(ticket.spans) <= max_spans:
+            return
+        spans = ticket.spans[:max_spans]
+        nbytes = min(ticket.nbytes, rows_bytes(spans))
+        piece = Ticket(spans, enqueued_at=ticket.enqueued_at, nbytes=nbytes, project=project)
+        ticket.spans, ticket.nbytes = ticket.spans[max_spans:], ticket.nbytes - nbytes
+        ticket.pieces.append(piece.future)
+        queue.appendleft(piece)
 
     def _pop_while(
         self, project: str, max_spans: int, max_bytes: int, batch: list[Ticket], limit: int | None = None

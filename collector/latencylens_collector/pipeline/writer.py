@@ -162,7 +162,7 @@ class Writer:
                 ticket.future.set_exception(failure)
             return
         for ticket in tickets:
-            ticket.future.set_result(outcome)
+            ticket.resolve(outcome)
 
     def _store_or_spool(self, spans: list[SpanRow]) -> Outcome:
         batch_id = uuid.uuid4().hex

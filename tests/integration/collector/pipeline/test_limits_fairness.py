@@ -1,8 +1,8 @@
 """Issue 15, item 2: one project's load cannot starve another's. Two projects, one flooding: the
 flood is refused at its share of the queue while the other project still gets in, and the writer
-writes the other project's export in the second insert (the flood's turn is half a batch while
-another project waits) rather than after the flood, with flood exports riding along only while that
-insert stays small.
+writes the other project's export in the second insert (the flood's turn is a quarter of a batch
+while another project waits) rather than after the flood, with flood exports riding along only
+while that insert stays small; one large export is written in pieces between the other's turns.
 
 The real pipeline (queue, single writer thread, ingestor) on the session's chdb. The writer is
 held the way a receiver holds it while it decodes an export (:meth:`Pipeline.decoding`, with a
@@ -77,9 +77,9 @@ def test_a_flooding_project_does_not_starve_another(make_settings: Callable[...,
     finally:
         pipeline.stop()
     assert set(outcomes) == {Outcome.STORED}
-    # Inserts: the flood's turn (600 of 1,200 spans: half while "quiet" waits); "quiet" with two
-    # flood exports riding along (10 + 100 + 100 ≤ 1,200 // 4 = 300); the rest of the flood.
-    assert done == [f"flood {n}" for n in range(6)] + ["quiet"] + [f"flood {n}" for n in range(6, 10)]
+    # Inserts: the flood's turn (300 of 1,200 spans: a quarter while "quiet" waits); "quiet" with
+    # two flood exports riding along (10 + 100 + 100 ≤ 1,200 // 4 = 300); the rest of the flood.
+    assert done == [f"flood {n}" for n in range(3)] + ["quiet"] + [f"flood {n}" for n in range(3, 10)]
     counts = {
         row["project"]: int(row["spans"])
         for row in store.query(
@@ -87,4 +87,37 @@ def test_a_flooding_project_does_not_starve_another(make_settings: Callable[...,
         )
     }
     assert counts == {"flood": 1_000, "quiet": 10}
+    store.close()
+
+
+def test_a_large_export_is_written_in_pieces_around_another_projects(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """One 1,000-span trace and another project's 10-span export, batches of 1,200 spans: the
+    trace goes in a 300-span piece (1,200 // 4), then the other export in its own insert, then
+    the trace's 700 left; the trace is answered once, after its last piece, and stored whole."""
+    settings = make_settings(max_batch_spans=1_200, flush_interval_ms=60_000)
+    store = Store(settings)
+    store.migrate()
+    pipeline = Pipeline(settings, Ingestor(store))
+    pipeline.start()
+    done: list[str] = []
+    try:
+        with pipeline.decoding():
+            big = pipeline.submit(export("big", 0, 1_000))
+            big.add_done_callback(lambda _: done.append("big"))
+            quiet = pipeline.submit(export("quiet", 0))
+            quiet.add_done_callback(lambda _: done.append("quiet"))
+        outcomes = [big.result(timeout=60), quiet.result(timeout=60)]
+    finally:
+        pipeline.stop()
+    assert outcomes == [Outcome.STORED, Outcome.STORED]
+    assert done == ["quiet", "big"]
+    counts = {
+        row["project"]: int(row["spans"])
+        for row in store.query(
+            f"SELECT project, count() AS spans FROM {store.database}.spans FINAL GROUP BY project"
+        )
+    }
+    assert counts == {"big": 1_000, "quiet": 10}
     store.close()

@@ -14,7 +14,14 @@ from latencylens import semconv
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.admission import TraceCap
-from latencylens_collector.pipeline.queue import BoundedQueue, QueueFull, rows_bytes
+from latencylens_collector.pipeline.queue import (
+    BoundedQueue,
+    Outcome,
+    QueueFull,
+    Ticket,
+    WriteFailed,
+    rows_bytes,
+)
 
 BASE = 1_700_000_000_000_000_000
 MIB = 1024 * 1024
@@ -116,41 +123,81 @@ def test_a_flooding_project_gets_429_while_another_gets_in() -> None:
 
 def test_the_writer_takes_projects_in_turn() -> None:
     """One project queued 6 exports before another's 1: each batch is one project's turn, at most
-    half a batch (20 // 2 = 10 spans) while the other waits, so the other's export is the second
-    insert, not the fourth. A project arriving later is served after the current turn."""
+    a quarter of a batch (40 // 4 = 10 spans) while the other waits, so the other's export is the
+    second insert, not the third. A project arriving later is served after the current turn."""
     queue = BoundedQueue(capacity_spans=1000)
     flood = [queue.put(rows(10, project="flood")) for _ in range(6)]
     quiet = queue.put(rows(10, project="quiet"))
-    take = lambda: queue.take(20, linger_s=0, idle_timeout_s=0)  # noqa: E731
-    assert take() == [flood[0]]  # half of 20 while "quiet" waits; 10 + 10 > 20 // 4: no rider
+    take = lambda: queue.take(40, linger_s=0, idle_timeout_s=0)  # noqa: E731
+    assert take() == [flood[0]]  # a quarter of 40 while "quiet" waits; 10 + 10 > 10: no rider
     assert take() == [quiet]
-    assert take() == flood[1:3]  # alone now: the whole batch bound
+    assert take() == flood[1:5]  # alone now: the whole batch bound
     late = queue.put(rows(10, project="late"))
-    assert take() == [flood[3]]
+    assert take() == [flood[5]]
     assert take() == [late]
-    assert take() == flood[4:6]
     assert queue.depth == 0
 
 
-def test_a_large_export_never_shares_an_insert_with_another_projects() -> None:
-    """A project's 80-span export (a deep chain) and its 40-span burst pieces against another
-    project's 5-span exports, batches of at most 100 spans: the chain goes alone, the burst
-    pieces at most 50 (half) per turn, and the light project's exports go in turns of their own,
-    with a rider only while the batch stays within 100 // 4 = 25 spans."""
+def resolve_all(batch: list[Ticket], outcome: Outcome = Outcome.STORED) -> None:
+    """What the writer does once a batch is stored (or spooled)."""
+    for ticket in batch:
+        assert ticket.future.set_running_or_notify_cancel()
+        ticket.resolve(outcome)
+
+
+def test_a_large_export_is_written_in_pieces_between_other_projects_turns() -> None:
+    """A project's 80-span export (a deep chain) and 40-span burst pieces against another
+    project's 5-span exports, batches of at most 100 spans: while the light project waits, the
+    chain goes in a 25-span piece (100 // 4), the light exports in their own insert, and the chain
+    is answered once its last part is written. Another project's rider joins a batch only while it
+    stays within 25 spans."""
     queue = BoundedQueue(capacity_spans=10_000)
     chain = queue.put(rows(80, project="hostile", trace=1))
-    burst = [queue.put(rows(40, project="hostile", trace=2 + i)) for i in range(3)]
+    burst = [queue.put(rows(40, project="hostile", trace=2 + i)) for i in range(2)]
     light = [queue.put(rows(5, project="normal", trace=10 + i)) for i in range(3)]
     take = lambda: queue.take(100, linger_s=0, idle_timeout_s=0)  # noqa: E731
-    assert take() == [chain]  # over half a batch: alone; 80 + 5 > 25: no rider
-    assert take() == light  # 15 spans; a 40-span burst piece would make 55 > 25
-    assert take() == burst[:2]  # alone now: 80 of 100
-    assert take() == [burst[2]]
-    # Both waiting again: the turn is half a batch, and a light rider joins a small batch.
+    first = take()
+    assert len(first) == 1 and first[0] is not chain and first[0].spans == rows(25, "hostile", 1)
+    resolve_all(first)
+    assert not chain.future.done()  # 55 of its spans wait for the next turn
+    assert take() == light  # 15 spans; the chain's next 55 would make 70 > 25
+    resolve_all(light)
+    second = take()  # alone now: no pieces, the whole batch bound
+    assert second == [chain, burst[0]] and len(chain.spans) == 55
+    assert not chain.future.done()
+    resolve_all(second)
+    assert chain.future.result(timeout=0) is Outcome.STORED
+    assert take() == [burst[1]]
+    # Both waiting again: a light rider joins a small batch.
     small = queue.put(rows(10, project="hostile", trace=20))
     more = queue.put(rows(5, project="normal", trace=21))
     assert take() == [small, more]  # 10 + 5 ≤ 25
-    assert queue.depth == 0
+    assert queue.depth == 0 and queue.bytes == 0
+
+
+def test_an_export_in_pieces_is_answered_for_all_of_them() -> None:
+    """A spooled piece makes the whole export spooled; a failed piece fails it (its receiver
+    answers 503 and the sender retries the whole export: nothing acknowledged is lost)."""
+    for piece_outcome, expected in ((Outcome.SPOOLED, Outcome.SPOOLED), (None, WriteFailed)):
+        queue = BoundedQueue(capacity_spans=10_000)
+        big = queue.put(rows(30, project="big"))
+        other = queue.put(rows(1, project="other"))
+        piece = queue.take(40, linger_s=0, idle_timeout_s=0)  # 10 spans: a quarter of 40
+        assert [len(t.spans) for t in piece] == [10]
+        assert piece[0].future.set_running_or_notify_cancel()
+        if piece_outcome is None:
+            piece[0].future.set_exception(WriteFailed("storage unavailable"))
+        else:
+            piece[0].resolve(piece_outcome)
+        assert queue.take(40, linger_s=0, idle_timeout_s=0) == [other]
+        rest = queue.take(40, linger_s=0, idle_timeout_s=0)
+        assert rest == [big] and len(big.spans) == 20
+        resolve_all(rest)
+        if expected is WriteFailed:
+            with pytest.raises(WriteFailed):
+                big.future.result(timeout=0)
+        else:
+            assert big.future.result(timeout=0) is expected
 
 
 def test_light_projects_share_one_insert() -> None:
@@ -160,12 +207,7 @@ def test_light_projects_share_one_insert() -> None:
     tickets = [queue.put(rows(2, project=f"p{i}", trace=i + 1)) for i in range(12)]
     assert queue.take(100, linger_s=0, idle_timeout_s=0) == tickets  # 24 ≤ 25 spans
     bytes_bound = BoundedQueue(capacity_spans=10_000)
-    heavy = [
-        bytes_bound.put(
-            rows(1, project=f"p{i}", attribute_bytes=300_000),
-        )
-        for i in range(3)
-    ]
+    heavy = [bytes_bound.put(rows(1, project=f"p{i}", attribute_bytes=300_000)) for i in range(3)]
     # 4 MiB per batch: a rider only while the batch stays within 1 MiB (300 KB each: 3 fit).
     assert bytes_bound.take(100, linger_s=0, idle_timeout_s=0, max_bytes=4 * MIB) == heavy
     mixed = BoundedQueue(capacity_spans=10_000)
