@@ -244,6 +244,52 @@ def test_network_reuse_not_when_network_is_even() -> None:
     assert lever.reason == "network time is even across requests: no slow connections to remove"
 
 
+@pytest.mark.parametrize(
+    ("reuse", "endpoints", "action", "said"),
+    [
+        # 8 requests after idle at 300 ms against 32 warm at 40 ms: 300 ≥ 1.5 × 40
+        (
+            a.ReuseSplit(8, 300 * MS, 32, 40 * MS),
+            ("api.near",),
+            "reuse connections to api.near",
+            "connection set-up is seen",
+        ),
+        # enough of each, but after-idle requests are no slower: distance, not set-up
+        (
+            a.ReuseSplit(8, 50 * MS, 32, 40 * MS),
+            ("api.near",),
+            "reuse connections / a closer region",
+            "no sign of",
+        ),
+        # two endpoints, too few idle requests to tell: call the faster one
+        (
+            a.ReuseSplit(2, 400 * MS, 43, 40 * MS),
+            ("us.geo", "eu.geo"),
+            "call eu.geo rather than us.geo",
+            "does not tell",
+        ),
+    ],
+)
+def test_network_reuse_says_what_the_idle_gap_shows(reuse, endpoints, action, said) -> None:
+    listed = tuple(
+        a.EndpointNetwork(e, 10, Percentiles(400 * MS - i * 360 * MS, 400 * MS))
+        for i, e in enumerate(endpoints)
+    )
+    lever = plan_of(
+        group(
+            {"network": 800, "decode": 200},
+            network=Percentiles(40 * MS, 300 * MS),
+            reuse=reuse,
+            endpoints=listed,
+        ),
+        a.NETWORK_REUSE,
+    )
+    assert lever.reason is None and lever.action.startswith(action)
+    assert any(said in text for text in lever.assumptions)
+    assert lever.endpoints == listed
+    assert lever.evidence["after_idle_requests"] == reuse.idle_requests
+
+
 # --- parallel_calls -------------------------------------------------------------------------------
 
 
