@@ -10,12 +10,13 @@ large the spans are, not only how many.
 Projects are served fairly: each has its own FIFO of tickets, one project may hold at most
 ``project_share`` of the spans and of the bytes, so a project flooding the collector is refused
 (429) while another still gets in, and each batch is one project's turn (:meth:`BoundedQueue.take`):
-its tickets in order, at most a quarter of a batch while another project waits (a larger export is
-written in pieces of that size, one per turn, and answered after its last), then the projects move
-on in turn. Other projects' tickets ride along only while the batch stays within a quarter of the
-bounds, so exports of many light projects still share an insert, while a project's large batch (a
-burst, an 8,000-span chain) is never the insert another project's export waits for: that export
-waits at most for the one bounded insert being written, then its own small one.
+its tickets in order, at most a quarter of a batch while another project waits or sent an export
+in the last :data:`ACTIVE_S` (a larger export is written in pieces of that size, one per turn, and
+answered after its last), then the projects move on in turn. Other projects' tickets ride along
+only while the batch stays within a quarter of the bounds, so exports of many light projects still
+share an insert, while a project's large batch (a burst, an 8,000-span chain) is never the insert
+another project's export waits for: that export waits at most for the one bounded insert being
+written, then its own small one.
 
 Receivers also say while they decode an export (:meth:`BoundedQueue.decoding`): the writer waits
 for a fuller batch only while more spans are about to arrive, so a lone sender is never held for
@@ -49,6 +50,9 @@ EVENT_BYTES: Final = 150
 TURN_SHARE: Final = 4
 """While other projects wait, one project's turn takes at most 1/TURN_SHARE of a batch's bounds
 (an export of more spans is written in pieces of that many, one piece per turn)."""
+ACTIVE_S: Final = 10.0
+"""A project that put an export this recently counts as waiting for a turn even when none of its
+exports is queued now (they are being read or decoded): a flood's turn stays bounded meanwhile."""
 RIDER_SHARE: Final = 4
 """Other projects' tickets join a turn's batch only while it stays within 1/RIDER_SHARE of the bounds."""
 
@@ -170,6 +174,8 @@ class BoundedQueue:
         self._turns: deque[str] = deque()
         """Projects with tickets, the next to serve first."""
         self._held: dict[str, tuple[int, int]] = {}
+        self._last_put: dict[str, float] = {}
+        """When each project last put an export (forgotten after :data:`ACTIVE_S`)."""
         self._spans = 0
         self._bytes = 0
         self._decoding = 0
@@ -240,6 +246,7 @@ class BoundedQueue:
                 queue = self._queues[project] = deque()
                 self._turns.append(project)
             queue.append(ticket)
+            self._last_put[project] = ticket.enqueued_at
             held_spans, held_bytes = self._held.get(project, (0, 0))
             self._held[project] = (held_spans + len(spans), held_bytes + nbytes)
             self._spans += len(spans)
@@ -312,12 +319,12 @@ class BoundedQueue:
 
     def _turn(self, max_spans: int, max_bytes: int) -> list[Ticket]:
         """The project first in turn's tickets in order, within the bounds, or a quarter of them
-        while another project waits (a first ticket over them is taken alone, or, while another
-        project waits, a piece of it that fits); that project then goes last. Then other
+        while another project waits or put an export within :data:`ACTIVE_S` (a first ticket over
+        them is taken alone, or then a piece of it that fits); that project then goes last. Then other
         projects' tickets, one each in turn, while the batch stays within a quarter of the bounds;
         they keep their place. Called with the lock held and a project waiting."""
         project = self._turns.popleft()
-        share = TURN_SHARE if self._turns else 1
+        share = TURN_SHARE if self._turns or self._others_active(project) else 1
         turn_spans = max(1, max_spans // share)
         if share > 1:
             self._cut_piece(project, turn_spans)
@@ -334,6 +341,14 @@ class BoundedQueue:
                     riding.remove(other)
                     self._turns.remove(other)
         return batch
+
+    def _others_active(self, project: str) -> bool:
+        """Whether a project other than ``project`` put an export within :data:`ACTIVE_S`."""
+        since = self._monotonic() - ACTIVE_S
+        for other, at in list(self._last_put.items()):
+            if at < since:
+                del self._last_put[other]
+        return any(other != project for other in self._last_put)
 
     def _cut_piece(self, project: str, max_spans: int) -> None:
         """Put a piece of ``max_spans`` spans of ``project``'s first ticket before it when the

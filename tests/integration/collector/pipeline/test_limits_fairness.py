@@ -95,7 +95,7 @@ def test_a_large_export_is_written_in_pieces_around_another_projects(
 ) -> None:
     """One 1,000-span trace and another project's 10-span export, batches of 1,200 spans: the
     trace goes in a 300-span piece (1,200 // 4), then the other export in its own insert, then
-    the trace's 700 left; the trace is answered once, after its last piece, and stored whole."""
+    the rest of the trace in pieces; it is answered once, after its last piece, and stored whole."""
     settings = make_settings(max_batch_spans=1_200, flush_interval_ms=60_000)
     store = Store(settings)
     store.migrate()

@@ -15,6 +15,7 @@ from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.admission import TraceCap
 from latencylens_collector.pipeline.queue import (
+    ACTIVE_S,
     BoundedQueue,
     Outcome,
     QueueFull,
@@ -121,19 +122,30 @@ def test_a_flooding_project_gets_429_while_another_gets_in() -> None:
     by_bytes.put(rows(1, project="quiet", attribute_bytes=900_000))
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_the_writer_takes_projects_in_turn() -> None:
     """One project queued 6 exports before another's 1: each batch is one project's turn, at most
-    a quarter of a batch (40 // 4 = 10 spans) while the other waits, so the other's export is the
-    second insert, not the third. A project arriving later is served after the current turn."""
-    queue = BoundedQueue(capacity_spans=1000)
+    a quarter of a batch (40 // 4 = 10 spans) while the other waits or sent an export within
+    ACTIVE_S, so the other's export is the second insert, not the third. A project arriving later
+    is served after the current turn."""
+    clock = Clock()
+    queue = BoundedQueue(capacity_spans=1000, monotonic=clock)
     flood = [queue.put(rows(10, project="flood")) for _ in range(6)]
     quiet = queue.put(rows(10, project="quiet"))
     take = lambda: queue.take(40, linger_s=0, idle_timeout_s=0)  # noqa: E731
     assert take() == [flood[0]]  # a quarter of 40 while "quiet" waits; 10 + 10 > 10: no rider
     assert take() == [quiet]
-    assert take() == flood[1:5]  # alone now: the whole batch bound
+    assert take() == [flood[1]]  # "quiet" sent an export just now: still a quarter
+    clock.now += ACTIVE_S + 1
+    assert take() == flood[2:6]  # alone now: the whole batch bound
     late = queue.put(rows(10, project="late"))
-    assert take() == [flood[5]]
     assert take() == [late]
     assert queue.depth == 0
 
@@ -151,7 +163,8 @@ def test_a_large_export_is_written_in_pieces_between_other_projects_turns() -> N
     chain goes in a 25-span piece (100 // 4), the light exports in their own insert, and the chain
     is answered once its last part is written. Another project's rider joins a batch only while it
     stays within 25 spans."""
-    queue = BoundedQueue(capacity_spans=10_000)
+    clock = Clock()
+    queue = BoundedQueue(capacity_spans=10_000, monotonic=clock)
     chain = queue.put(rows(80, project="hostile", trace=1))
     burst = [queue.put(rows(40, project="hostile", trace=2 + i)) for i in range(2)]
     light = [queue.put(rows(5, project="normal", trace=10 + i)) for i in range(3)]
@@ -162,7 +175,8 @@ def test_a_large_export_is_written_in_pieces_between_other_projects_turns() -> N
     assert not chain.future.done()  # 55 of its spans wait for the next turn
     assert take() == light  # 15 spans; the chain's next 55 would make 70 > 25
     resolve_all(light)
-    second = take()  # alone now: no pieces, the whole batch bound
+    clock.now += ACTIVE_S + 1
+    second = take()  # alone now (nothing from "normal" for ACTIVE_S): the whole batch bound
     assert second == [chain, burst[0]] and len(chain.spans) == 55
     assert not chain.future.done()
     resolve_all(second)
@@ -179,7 +193,8 @@ def test_an_export_in_pieces_is_answered_for_all_of_them() -> None:
     """A spooled piece makes the whole export spooled; a failed piece fails it (its receiver
     answers 503 and the sender retries the whole export: nothing acknowledged is lost)."""
     for piece_outcome, expected in ((Outcome.SPOOLED, Outcome.SPOOLED), (None, WriteFailed)):
-        queue = BoundedQueue(capacity_spans=10_000)
+        clock = Clock()
+        queue = BoundedQueue(capacity_spans=10_000, monotonic=clock)
         big = queue.put(rows(30, project="big"))
         other = queue.put(rows(1, project="other"))
         piece = queue.take(40, linger_s=0, idle_timeout_s=0)  # 10 spans: a quarter of 40
@@ -190,6 +205,7 @@ def test_an_export_in_pieces_is_answered_for_all_of_them() -> None:
         else:
             piece[0].resolve(piece_outcome)
         assert queue.take(40, linger_s=0, idle_timeout_s=0) == [other]
+        clock.now += ACTIVE_S + 1
         rest = queue.take(40, linger_s=0, idle_timeout_s=0)
         assert rest == [big] and len(big.spans) == 20
         resolve_all(rest)
