@@ -59,7 +59,8 @@ def demo_policy(seed: int = 7) -> TimingPolicy:
             roll = rng.random()
             prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
             prompt_tokens = max(8, prompt_chars // 4)
-            completion_tokens = rng.randint(40, 120) if roll < 0.85 else rng.randint(300, 420)
+            # One answer in seven runs long (decode-bound): what the advisor's first lever is for.
+            completion_tokens = rng.randint(40, 120) if roll < 0.85 else rng.randint(700, 900)
             queue = rng.uniform(0.002, 0.02) if roll > 0.2 else rng.uniform(0.15, 0.4)
         return Timing(
             queue_s=round(queue, 9),
