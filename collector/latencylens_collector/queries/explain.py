@@ -10,7 +10,12 @@ from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.conventions import display_name
 from latencylens_collector.analysis.conventions.same_call import same_call_marks
 from latencylens_collector.analysis.conventions.trace import resolve_trace
-from latencylens_collector.analysis.costs import Prices, price_data_version, request_cost_usd
+from latencylens_collector.analysis.costs import (
+    NANO_USD_PER_USD,
+    Prices,
+    price_data_version,
+    request_cost_usd,
+)
 from latencylens_collector.analysis.explanation import explain
 from latencylens_collector.analysis.records import STATUS_NAMES, SpanRow
 from latencylens_collector.analysis.request_rows import attribute, span_hex
@@ -46,12 +51,23 @@ def request_detail(
         busy={name: int(row[f"busy_{name}_ns"]) for name in COMPONENTS},
         explanation=Explanation(**asdict(found)),
         spans=span_tree(spans),
-        cost_usd=_cost(fields, prices),
-        price_data=price_data_version(),
+        **_cost(row, fields, prices),
     )
 
 
-def _cost(fields: Mapping[str, Any], prices: Prices | None) -> float | None:
+def _cost(row: Mapping[str, Any], fields: Mapping[str, Any], prices: Prices | None) -> dict[str, Any]:
+    """``cost_usd`` and ``price_data``: as stored with the row at ingest (the same figure stats and
+    compare add up); for a row stored before costs were, priced now from its counts."""
+    if row.get("price_version"):
+        stored = row.get("cost_nano_usd")
+        return {
+            "cost_usd": None if stored is None else int(stored) / NANO_USD_PER_USD,
+            "price_data": row["price_version"],
+        }
+    return {"cost_usd": _priced_now(fields, prices), "price_data": price_data_version()}
+
+
+def _priced_now(fields: Mapping[str, Any], prices: Prices | None) -> float | None:
     """The request's price when one call's counts are all known (:mod:`analysis.costs`)."""
     counts = [fields["input_tokens"], fields["cache_read_input_tokens"], fields["output_tokens"]]
     if fields["model_calls"] != 1 or None in counts:

@@ -73,3 +73,22 @@ def test_configured_prices_price_a_self_hosted_model(start_collector, capsys) ->
     body = httpx.get(f"{collector.url}/api/advice", params={"min_requests": 1}, timeout=60).json()
     (group,) = body["groups"]
     assert group["cost_per_request_usd"] == pytest.approx(0.00057)
+
+
+def test_the_detail_shows_the_cost_stored_with_the_row(collector) -> None:
+    """A row priced at ingest keeps that price and its price data in the detail (the figure stats
+    and compare add up), even where today's prices would give another; an unpriced one says so."""
+    start = (time.time_ns() // S - 600) * S
+    common = {"provider": "openai", "model": "gpt-4o", "input_tokens": 1000, "output_tokens": 100}
+    collector.store.upsert_requests(
+        [
+            # Stored at ingest: 1,234,567 nano-dollars (gpt-4o today would be $0.002875, above).
+            request_row(1, start, {"decode": 500}, cached=500, cost_nano_usd=1_234_567, **common),
+            request_row(2, start + S, {"decode": 500}, cached=500, **common),
+        ]
+    )
+    body = detail(collector, 1)
+    assert body["cost_usd"] == pytest.approx(0.001234567)
+    assert body["price_data"] == "genai-prices test"
+    # A row stored before costs were (no price_version) is priced from its counts when asked.
+    assert detail(collector, 2)["cost_usd"] == pytest.approx(0.002875)
