@@ -3,9 +3,9 @@
 Decoding an export is Python holding the GIL, so only a few run at once (``capacity``). A plain
 FIFO of waiters lets a project with forty exports in flight put all forty ahead of another
 project's one; here waiters queue per project and free slots go to the projects in turn (round
-robin), each project's exports in arrival order. The queue and the writer are fair the same way
-(:mod:`latencylens_collector.pipeline.queue`), so an export waits for at most one export of each
-other project at every step.
+robin), each project's exports in arrival order. The writer's queue takes projects in turn too,
+with bounded turns (:mod:`latencylens_collector.pipeline.queue`), so at every step an export waits
+for at most one bounded share of each other project's work.
 
 :class:`FairTurns` is for the event loop (OTLP/HTTP: acquire and release run on the loop that
 serves the requests, no locks); :class:`FairSlots` is the same for threads (OTLP/gRPC's workers).
