@@ -5,9 +5,10 @@ reads back is bounded by the span cap, whatever the number of pieces (the issue'
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from otlp_builders import new_span_id, new_trace_id, protobuf_body, recent_base_ns, span
 
 from latencylens_collector.analysis.records import SpanRow
@@ -37,14 +38,23 @@ def _pieces() -> tuple[int, list[bytes]]:
     return trace, [protobuf_body(spans[i : i + PIECE]) for i in range(0, len(spans), PIECE)]
 
 
-def _store(make_settings: Callable[..., Settings]) -> Store:
-    store = Store(make_settings(max_trace_spans=CAP))
-    store.migrate()
-    return store
+@pytest.fixture
+def store(make_settings: Callable[..., Settings]) -> Iterator[Store]:
+    """A store whose traces are capped at ``CAP`` spans."""
+    capped = Store(make_settings(max_trace_spans=CAP))
+    capped.migrate()
+    yield capped
+    capped.close()
 
 
-def _row(store: Store, trace: int) -> dict[str, Any]:
-    Reconciler(store, settle_s=0, lookback_s=3600).run_once()
+def _engine_limits() -> BodyLimits:
+    return BodyLimits(recent_base_ns(), 64 * 1024, 1024 * 1024, False, 0)
+
+
+def _row(store: Store, trace: int, reconcile: bool = True) -> dict[str, Any]:
+    """The trace's live request row (after a reconciler pass, unless ``reconcile`` is False)."""
+    if reconcile:
+        Reconciler(store, settle_s=0, lookback_s=3600).run_once()
     sql = (
         f"SELECT span_count FROM {store.table('requests')} FINAL "
         "WHERE trace_id = unhex({t:String}) AND is_deleted = 0"
@@ -58,60 +68,36 @@ def _decoded(body: bytes) -> list[SpanRow]:
     return otlp.decode(body, as_json=False, project="default", limits=limits).spans
 
 
-def test_pieces_on_the_python_path_are_read_back_only_while_the_trace_is_under_the_cap(
-    make_settings: Callable[..., Settings],
-) -> None:
+def test_pieces_on_the_python_path_are_read_back_only_while_the_trace_is_under_the_cap(store: Store) -> None:
     # Spans without the too_large mark, as after a restart (the in-memory span counts are lost)
     # or when another collector took the earlier pieces: the store's count bounds the reads.
-    store = _store(make_settings)
-    try:
-        trace, bodies = _pieces()
-        ingestor = Ingestor(store)
-        for body in bodies:
-            ingestor.ingest(_decoded(body))
-        # Piece 1 is the whole trace so far (no read). Pieces 2 and 3 had 4 and 8 spans stored
-        # before them (≤ CAP) and are read back with theirs: 8 + 12 = 20 spans. From piece 4 on,
-        # 12 or more were stored before (> CAP): no read. Read whole each time, it would be
-        # 8 + 12 + ... + 120 = 4 × (2 + 3 + ... + 30) = 1,856 spans.
-        assert ingestor.spans_read_back == 20
-        assert _row(store, trace)["span_count"] == TOOLS + 1  # the reconciler's row, every span
-    finally:
-        store.close()
+    trace, bodies = _pieces()
+    ingestor = Ingestor(store)
+    for body in bodies:
+        ingestor.ingest(_decoded(body))
+    # Piece 1 is the whole trace so far (no read). Pieces 2 and 3 had 4 and 8 spans stored
+    # before them (≤ CAP) and are read back with theirs: 8 + 12 = 20 spans. From piece 4 on,
+    # 12 or more were stored before (> CAP): no read. Read whole each time, it would be
+    # 8 + 12 + ... + 120 = 4 × (2 + 3 + ... + 30) = 1,856 spans.
+    assert ingestor.spans_read_back == 20
+    assert _row(store, trace)["span_count"] == TOOLS + 1  # the reconciler's row, every span
 
 
-def test_pieces_on_the_engine_path_are_read_back_only_while_the_trace_is_under_the_cap(
-    make_settings: Callable[..., Settings],
-) -> None:
-    store = _store(make_settings)
-    try:
-        trace, bodies = _pieces()
-        ingestor = Ingestor(store)
-        limits = BodyLimits(recent_base_ns(), 64 * 1024, 1024 * 1024, False, 0)
-        for body in bodies:
-            [verdict] = ingestor.ingest_bodies([("default", body, limits)], uuid.uuid4().hex)
-            assert verdict is not None and verdict.stored_all
-        # The engine path reads back every trace it touched (its spans are not in memory), so
-        # pieces 1, 2 and 3 (4, 8 and 12 spans stored, at most CAP before each): 4 + 8 + 12 = 24.
-        # Whole each time: 4 × (1 + 2 + ... + 30) = 1,860 spans.
-        assert ingestor.spans_read_back == 24
-        assert _row(store, trace)["span_count"] == TOOLS + 1
-    finally:
-        store.close()
+def test_pieces_on_the_engine_path_are_read_back_only_while_the_trace_is_under_the_cap(store: Store) -> None:
+    trace, bodies = _pieces()
+    ingestor = Ingestor(store)
+    for body in bodies:
+        [verdict] = ingestor.ingest_bodies([("default", body, _engine_limits())], uuid.uuid4().hex)
+        assert verdict is not None and verdict.stored_all
+    # The engine path reads back every trace it touched (its spans are not in memory), so
+    # pieces 1, 2 and 3 (4, 8 and 12 spans stored, at most CAP before each): 4 + 8 + 12 = 24.
+    # Whole each time: 4 × (1 + 2 + ... + 30) = 1,860 spans.
+    assert ingestor.spans_read_back == 24
+    assert _row(store, trace)["span_count"] == TOOLS + 1
 
 
-def test_a_trace_in_one_batch_is_still_rowed_at_once_whatever_its_size(
-    make_settings: Callable[..., Settings],
-) -> None:
+def test_a_trace_in_one_batch_is_still_rowed_at_once_whatever_its_size(store: Store) -> None:
     # Over the cap but arriving whole: nothing was stored before it, so its row is written at once.
-    store = _store(make_settings)
-    try:
-        trace, bodies = _pieces()
-        limits = BodyLimits(recent_base_ns(), 64 * 1024, 1024 * 1024, False, 0)
-        Ingestor(store).ingest_bodies([("default", body, limits) for body in bodies], uuid.uuid4().hex)
-        sql = (
-            f"SELECT span_count FROM {store.table('requests')} FINAL "
-            "WHERE trace_id = unhex({t:String}) AND is_deleted = 0"
-        )
-        assert store.query(sql, {"t": f"{trace:032x}"}) == [{"span_count": TOOLS + 1}]
-    finally:
-        store.close()
+    trace, bodies = _pieces()
+    Ingestor(store).ingest_bodies([("default", body, _engine_limits()) for body in bodies], uuid.uuid4().hex)
+    assert _row(store, trace, reconcile=False) == {"span_count": TOOLS + 1}
