@@ -3,14 +3,14 @@ and computation time, and the rollup's view follows the table to its new engine.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from migration_support import store_migrated_up_to
+
 from latencylens_collector.analysis.request_rows import row_version
 from latencylens_collector.settings import Settings
-from latencylens_collector.storage.migrations import apply_migrations, migrations_dir
-from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.migrations import apply_migrations
 
 COMPUTED_AT_US = 1_790_000_000_123_456  # 2026-09-21, µs
 START = "2026-09-21 10:00:00.000000001"
@@ -19,13 +19,7 @@ START = "2026-09-21 10:00:00.000000001"
 def test_rows_stored_before_0015_are_kept_and_versioned(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    before = tmp_path / "up_to_0014"
-    before.mkdir()
-    for path in migrations_dir().glob("00*.sql"):
-        if int(path.name[:4]) <= 14:
-            shutil.copy(path, before)
-    store = Store(make_settings())
-    apply_migrations(store, before)
+    store = store_migrated_up_to(make_settings(), 14, tmp_path)
     db = store.database
     store.command(
         f"INSERT INTO {db}.requests (trace_id, start_time, e2e_ns, span_count, computed_at) VALUES "

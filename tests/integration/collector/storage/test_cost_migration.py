@@ -3,13 +3,13 @@ $0) and no price version, and every hour is marked touched so its rollup is rebu
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from migration_support import store_migrated_up_to
+
 from latencylens_collector.settings import Settings
-from latencylens_collector.storage.migrations import apply_migrations, migrations_dir
-from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.migrations import apply_migrations
 
 START = "2026-09-21 10:20:00.000000001"
 
@@ -17,13 +17,7 @@ START = "2026-09-21 10:20:00.000000001"
 def test_rows_stored_before_0018_have_no_price(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    before = tmp_path / "up_to_0017"
-    before.mkdir()
-    for path in migrations_dir().glob("00*.sql"):
-        if int(path.name[:4]) < 18:
-            shutil.copy(path, before)
-    store = Store(make_settings())
-    apply_migrations(store, before)
+    store = store_migrated_up_to(make_settings(), 17, tmp_path)
     db = store.database
     store.command(
         f"INSERT INTO {db}.requests (trace_id, start_time, e2e_ns, span_count, version) VALUES "
