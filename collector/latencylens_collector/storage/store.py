@@ -236,7 +236,8 @@ class Store:
             _CHDB_LOCK if is_chdb(settings.clickhouse_dsn) else contextlib.nullcontext()
         )
         self._migrated = False
-        self._otlp_views = False
+        self._otlp_settings: dict[str, object] | None = None
+        """The OTLP bodies' INSERT settings, set once the landing views exist."""
 
     @classmethod
     def connect(cls, settings: Settings) -> Store:
@@ -377,12 +378,12 @@ class Store:
         """One INSERT of length-delimited export bodies (:func:`otlp_sql.framed`) whose views store
         their plain spans; returns what they did with each body (:func:`otlp_sql.read_verdicts`).
         ``batch`` is the bodies' batch id and the insert's deduplication token."""
-        if not self._otlp_views:
+        if self._otlp_settings is None:
             with self._guard("creating the OTLP landing views") as client:
                 for statement in otlp_sql.statements(self.database):
                     client.command(statement)
-            self._otlp_views = True
-        settings = {**self._otlp_insert_settings(), "insert_deduplication_token": batch}
+            self._otlp_settings = self._otlp_insert_settings()
+        settings = {**self._otlp_settings, "insert_deduplication_token": batch}
         table = otlp_sql.landing_table(self.database)
         with self._guard("inserting OTLP bodies") as client:
             client.raw_insert(table, insert_block=data, fmt="Protobuf", settings=settings)
@@ -390,7 +391,7 @@ class Store:
 
     def _otlp_insert_settings(self) -> dict[str, object]:
         """The OTLP bodies' INSERT settings; embedded, with the schema in a file of the data
-        directory (written once, atomically) rather than inline."""
+        directory (written atomically, once per store) rather than inline."""
         dsn = self.settings.clickhouse_dsn
         if not is_chdb(dsn):
             return otlp_sql.insert_settings()
