@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from latencylens_collector.analysis.records import SpanRow
@@ -56,20 +56,32 @@ class Ingestor:
         self._lock = threading.Lock()
         """One batch at a time per process (chdb is one engine; a server gains little from more)."""
 
-    def ingest(self, spans: Sequence[SpanRow], dedup_token: str | None = None) -> int:
+    def ingest(
+        self,
+        spans: Sequence[SpanRow],
+        dedup_token: str | None = None,
+        context: Sequence[SpanRow] = (),
+        rows_later: Collection[tuple[str, bytes]] = (),
+    ) -> int:
         """Insert spans in one insert, then rewrite the request rows of their traces; returns how
         many request rows were (re)written. Raises StorageError.
 
         After the insert, one cheap query per project (key columns and stamps only) says which
         traces have nothing stored but this batch's spans, each once: their rows are built from the
         batch in memory. Only traces with other spans stored (late spans, replays) are read back, in one
-        query."""
+        query. A large export written in pieces (:meth:`BoundedQueue._cut_piece
+        <latencylens_collector.pipeline.queue.BoundedQueue._cut_piece>`) passes its earlier pieces'
+        spans of the traces this batch ends as ``context`` (stored already, counted as the batch's
+        own) and the ``(project, trace_id)`` of traces a later piece continues as ``rows_later``
+        (no row now: that piece builds it, whole)."""
         if not spans:
             return 0
         with self._lock:
             self.store.ensure_ready()
             self.store.insert_spans(spans, dedup_token=dedup_token)
             by_project: dict[str, dict[bytes, list[SpanRow]]] = defaultdict(lambda: defaultdict(list))
+            if context or rows_later:
+                spans = [s for s in (*context, *spans) if (s.project, s.trace_id) not in rows_later]
             for span in spans:
                 by_project[span.project][span.trace_id].append(span)
             rows: list[dict[str, Any]] = []

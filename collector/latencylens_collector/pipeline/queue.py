@@ -138,6 +138,12 @@ class Ticket:
     """Spans the engine stored from ``body`` (set before the future resolves)."""
     pieces: list[Future[Outcome]] = field(default_factory=list)
     """Futures of the pieces already cut from this ticket and written before it (in turns)."""
+    context: list[SpanRow] = field(default_factory=list)
+    """Spans of this export's earlier pieces whose traces continue in this ticket: written already,
+    they join its own in memory when the rows of those traces are built (once, with the last piece)."""
+    rows_later: frozenset[bytes] = frozenset()
+    """Traces of this piece that continue in a later piece of the same export: their rows are not
+    built now but with that piece, from all the export's spans (not read back piece by piece)."""
 
     def resolve(self, outcome: Outcome) -> None:
         """Answer with ``outcome`` for what is left of the export, combined with its pieces' (all
@@ -353,15 +359,30 @@ class BoundedQueue:
     def _cut_piece(self, project: str, max_spans: int) -> None:
         """Put a piece of ``max_spans`` spans of ``project``'s first ticket before it when the
         ticket holds more (not an engine body: it is inserted whole); the ticket keeps the rest
-        and its receiver's future, and is answered after its pieces (:meth:`Ticket.resolve`)."""
+        and its receiver's future, and is answered after its pieces (:meth:`Ticket.resolve`).
+        A trace split between pieces gets its row once, with its last piece, from the export's
+        spans in memory (:attr:`Ticket.context`): reading it back for every piece would cost each
+        piece the trace so far."""
         queue = self._queues[project]
         ticket = queue[0]
         if ticket.body is not None or len(ticket.spans) <= max_spans:
             return
-        spans = ticket.spans[:max_spans]
+        spans, rest = ticket.spans[:max_spans], ticket.spans[max_spans:]
         nbytes = min(ticket.nbytes, rows_bytes(spans))
-        piece = Ticket(spans, enqueued_at=ticket.enqueued_at, nbytes=nbytes, project=project)
-        ticket.spans, ticket.nbytes = ticket.spans[max_spans:], ticket.nbytes - nbytes
+        rest_traces = {span.trace_id for span in rest}
+        piece_traces = {span.trace_id for span in spans}
+        continuing = frozenset(piece_traces & rest_traces)
+        ending = piece_traces - continuing
+        piece = Ticket(
+            spans,
+            enqueued_at=ticket.enqueued_at,
+            nbytes=nbytes,
+            project=project,
+            context=[span for span in ticket.context if span.trace_id in ending],
+            rows_later=continuing,
+        )
+        ticket.context = [span for span in (*ticket.context, *spans) if span.trace_id in rest_traces]
+        ticket.spans, ticket.nbytes = rest, ticket.nbytes - nbytes
         ticket.pieces.append(piece.future)
         queue.appendleft(piece)
 

@@ -150,10 +150,11 @@ class Writer:
             if not tickets:
                 return
         spans = [span for ticket in tickets for span in ticket.spans]
+        pieces = _Pieces.of(tickets)
         # From here a receiver can no longer cancel; a cancelled one (client gone) is written anyway.
         tickets = [ticket for ticket in tickets if ticket.future.set_running_or_notify_cancel()]
         try:
-            outcome = self._store_or_spool(spans)
+            outcome = self._store_or_spool(spans, pieces)
         except Exception as exc:
             if not isinstance(exc, WriteFailed):
                 _log.exception("unexpected error while writing a batch")
@@ -164,11 +165,11 @@ class Writer:
         for ticket in tickets:
             ticket.resolve(outcome)
 
-    def _store_or_spool(self, spans: list[SpanRow]) -> Outcome:
+    def _store_or_spool(self, spans: list[SpanRow], pieces: _Pieces | None = None) -> Outcome:
         batch_id = uuid.uuid4().hex
         if self._monotonic() >= self._storage_retry_at:
             try:
-                self._write(spans, batch_id)
+                self._write(spans, batch_id, pieces)
                 metrics.SPANS_WRITTEN.labels(source="direct").inc(len(spans))
                 return Outcome.STORED
             except Exception as exc:  # any failure: the batch must still land somewhere durable
@@ -231,9 +232,14 @@ class Writer:
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
         self._storage_retry_at, self._refusal = 0.0, ""
 
-    def _write(self, spans: Sequence[SpanRow], batch_id: str) -> None:
+    def _write(self, spans: Sequence[SpanRow], batch_id: str, pieces: _Pieces | None = None) -> None:
         started = time.perf_counter()
-        self.ingestor.ingest(spans, dedup_token=batch_id)
+        if pieces is None:
+            self.ingestor.ingest(spans, dedup_token=batch_id)
+        else:
+            self.ingestor.ingest(
+                spans, dedup_token=batch_id, context=pieces.context, rows_later=pieces.rows_later
+            )
         metrics.INSERT_DURATION.observe(time.perf_counter() - started)
         metrics.BATCH_SPANS.observe(len(spans))
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
@@ -307,6 +313,23 @@ class Writer:
         self._replaying = None
         self._replay_retry_at = 0.0
         metrics.SPANS_WRITTEN.labels(source="spool").inc(triage.stored)
+
+
+@dataclass(frozen=True)
+class _Pieces:
+    """What a batch holding pieces of large exports tells the row builder (:meth:`Ingestor.ingest`)."""
+
+    context: list[SpanRow]
+    rows_later: frozenset[tuple[str, bytes]]
+
+    @classmethod
+    def of(cls, tickets: Sequence[Ticket]) -> _Pieces | None:
+        """None for a batch of whole exports (the usual case)."""
+        if not any(ticket.context or ticket.rows_later for ticket in tickets):
+            return None
+        context = [span for ticket in tickets for span in ticket.context]
+        later = frozenset((ticket.project, trace_id) for ticket in tickets for trace_id in ticket.rows_later)
+        return cls(context, later)
 
 
 def _resolve(tickets: Sequence[Ticket], outcome: Outcome) -> None:

@@ -99,7 +99,8 @@ def test_a_large_export_is_written_in_pieces_around_another_projects(
     settings = make_settings(max_batch_spans=1_200, flush_interval_ms=60_000)
     store = Store(settings)
     store.migrate()
-    pipeline = Pipeline(settings, Ingestor(store))
+    ingestor = Ingestor(store)
+    pipeline = Pipeline(settings, ingestor)
     pipeline.start()
     done: list[str] = []
     try:
@@ -120,4 +121,45 @@ def test_a_large_export_is_written_in_pieces_around_another_projects(
         )
     }
     assert counts == {"big": 1_000, "quiet": 10}
+    # The trace's row was built once, with its last piece, from the export's spans in memory:
+    # nothing was read back (piece by piece it would have read 300 + 600 + 900 spans).
+    assert ingestor.spans_read_back == 0
+    assert _span_counts(store) == {"big": 1_000, "quiet": 10}
     store.close()
+
+
+def test_traces_cut_between_pieces_get_their_whole_rows(make_settings: Callable[..., Settings]) -> None:
+    """Three traces of 400 spans in one export, written in 300-span pieces while another project
+    waits: pieces end inside each trace (at spans 300, 600, 900), yet every trace's row counts its
+    400 spans and no piece reads a trace back."""
+    settings = make_settings(max_batch_spans=1_200, flush_interval_ms=60_000)
+    store = Store(settings)
+    store.migrate()
+    ingestor = Ingestor(store)
+    pipeline = Pipeline(settings, ingestor)
+    pipeline.start()
+    try:
+        with pipeline.decoding():
+            big = pipeline.submit([span for n in range(3) for span in export("big", n, 400)])
+            quiet = pipeline.submit(export("quiet", 0))
+        assert [big.result(timeout=60), quiet.result(timeout=60)] == [Outcome.STORED, Outcome.STORED]
+    finally:
+        pipeline.stop()
+    rows = store.query(
+        f"SELECT trace_id, span_count FROM {store.database}.requests FINAL "
+        "WHERE project = 'big' AND is_deleted = 0 ORDER BY trace_id"
+    )
+    assert [int(row["span_count"]) for row in rows] == [400, 400, 400]
+    assert ingestor.spans_read_back == 0
+    store.close()
+
+
+def _span_counts(store: Store) -> dict[str, int]:
+    """Each project's request rows' span counts, summed (one row per trace here)."""
+    return {
+        row["project"]: int(row["spans"])
+        for row in store.query(
+            f"SELECT project, sum(span_count) AS spans FROM {store.database}.requests FINAL "
+            "WHERE is_deleted = 0 GROUP BY project"
+        )
+    }
