@@ -10,6 +10,7 @@ import httpx
 import pytest
 from google.rpc.status_pb2 import Status
 from otlp_builders import chat_trace, protobuf_body, recent_base_ns
+from sqlalchemy import event
 
 from latencylens_collector.auth import KeyStore, LocalModeError, check_listen_address
 from latencylens_collector.auth.tokens import hash_key
@@ -62,6 +63,27 @@ def test_keys_are_stored_hashed_and_revocable(metadata_url: str, tmp_path: Path)
     with pytest.raises(ValueError, match="invalid project name"):
         store.create("no spaces allowed")
     store.close()
+
+
+def test_key_checks_ask_the_database_once_until_it_changes(metadata_url: str) -> None:
+    """Every export checks its key: the answer is kept while the metadata file is unchanged, and
+    a key revoked or created by another process (another KeyStore on the same file) counts at once."""
+    collector_keys, cli_keys = KeyStore(metadata_url), KeyStore(metadata_url)
+    statements: list[str] = []
+    event.listen(collector_keys.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    key, raw = cli_keys.create("alpha")
+    assert collector_keys.enabled() and collector_keys.authenticate(raw) == "alpha"
+    asked = len(statements)
+    assert asked == 2  # "any key?" and this key's record
+    for _ in range(100):
+        assert collector_keys.enabled() and collector_keys.authenticate(raw) == "alpha"
+    assert len(statements) == asked
+    assert cli_keys.revoke(key.key_id)
+    assert collector_keys.authenticate(raw) is None  # seen on the file at once
+    _, second_raw = cli_keys.create("beta")
+    assert collector_keys.authenticate(second_raw) == "beta"
+    collector_keys.close()
+    cli_keys.close()
 
 
 def test_a_key_reads_and_writes_only_its_project(
