@@ -3,7 +3,10 @@
 Decoding an export is Python holding the GIL, so only a few run at once (``capacity``). A plain
 FIFO of waiters lets a project with forty exports in flight put all forty ahead of another
 project's one; here waiters queue per project and free slots go to the projects in turn (round
-robin), each project's exports in arrival order. The writer's queue takes projects in turn too,
+robin), each project's exports in arrival order, and while another project is active (it asked
+for a slot within :data:`ACTIVE_S`) no project holds more than ``capacity - 1`` slots: the other
+one's next export starts decoding at once instead of waiting for a flood's decode (an 8,000-span
+export takes a second of the GIL on a loaded machine). The writer's queue takes projects in turn too,
 with bounded turns (:mod:`latencylens_collector.pipeline.queue`), so at every step an export waits
 for at most one bounded share of each other project's work.
 
@@ -15,16 +18,54 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import deque
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Final
+
+ACTIVE_S: Final = 10.0
+"""A project that asked for a slot this recently counts as active: no other holds every slot."""
+
+
+class _Shares:
+    """Who holds how many slots, who asked lately, and so who may take one more."""
+
+    def __init__(self, capacity: int, monotonic: Callable[[], float]) -> None:
+        self.capacity = max(1, capacity)
+        self.held: Counter[str] = Counter()
+        self._seen: dict[str, float] = {}
+        self._monotonic = monotonic
+
+    def seen(self, project: str) -> None:
+        self._seen[project] = self._monotonic()
+
+    def may_take(self, project: str) -> bool:
+        """Whether ``project`` may hold one more slot: all of them while no other project is
+        active, else all but one (one with a single slot)."""
+        if self.held[project] < max(1, self.capacity - 1):
+            return True
+        since = self._monotonic() - ACTIVE_S
+        for other, at in list(self._seen.items()):
+            if at < since:
+                del self._seen[other]
+        return not any(other != project for other in self._seen)
+
+    def next_turn(self, turns: deque[str]) -> str | None:
+        """The first project in ``turns`` that may take a slot (taken out of ``turns``)."""
+        for project in turns:
+            if self.may_take(project):
+                turns.remove(project)
+                return project
+        return None
 
 
 class FairTurns:
     """At most ``capacity`` holders at once; waiting projects are served in turn."""
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = max(1, capacity)
+    def __init__(self, capacity: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._shares = _Shares(capacity, monotonic)
+        self.capacity = self._shares.capacity
         self._busy = 0
         self._waiting: dict[str, deque[asyncio.Future[None]]] = {}
         self._turns: deque[str] = deque()
@@ -44,11 +85,12 @@ class FairTurns:
         try:
             yield
         finally:
-            self._release()
+            self._release(project)
 
     async def _acquire(self, project: str) -> None:
-        if self._busy < self.capacity and not self._turns:
-            self._busy += 1
+        self._shares.seen(project)
+        if self._busy < self.capacity and not self._turns and self._shares.may_take(project):
+            self._take(project)
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         queue = self._waiting.get(project)
@@ -56,14 +98,19 @@ class FairTurns:
             queue = self._waiting[project] = deque()
             self._turns.append(project)
         queue.append(waiter)
+        self._hand_on()  # a slot may be free that the projects ahead may not take
         try:
             await waiter  # the slot is counted for us before we are woken
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
-                self._release()  # woken and cancelled at once: hand the slot on
+                self._release(project)  # woken and cancelled at once: hand the slot on
             else:
                 self._forget(project, waiter)
             raise
+
+    def _take(self, project: str) -> None:
+        self._busy += 1
+        self._shares.held[project] += 1
 
     def _forget(self, project: str, waiter: asyncio.Future[None]) -> None:
         queue = self._waiting.get(project)
@@ -74,26 +121,34 @@ class FairTurns:
             del self._waiting[project]
             self._turns.remove(project)
 
-    def _release(self) -> None:
+    def _release(self, project: str) -> None:
         self._busy -= 1
-        while self._busy < self.capacity and self._turns:
-            project = self._turns.popleft()
-            queue = self._waiting[project]
+        self._shares.held[project] -= 1
+        self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Free slots to waiting projects in turn, skipping those at their share."""
+        while self._busy < self.capacity:
+            turn = self._shares.next_turn(self._turns)
+            if turn is None:
+                return
+            queue = self._waiting[turn]
             waiter = queue.popleft()
             if queue:
-                self._turns.append(project)  # its next export waits for the others' turns
+                self._turns.append(turn)  # its next export waits for the others' turns
             else:
-                del self._waiting[project]
+                del self._waiting[turn]
             if not waiter.done():
-                self._busy += 1
+                self._take(turn)
                 waiter.set_result(None)
 
 
 class FairSlots:
     """:class:`FairTurns` for threads: at most ``capacity`` holders, waiting projects in turn."""
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = max(1, capacity)
+    def __init__(self, capacity: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._shares = _Shares(capacity, monotonic)
+        self.capacity = self._shares.capacity
         self._busy = 0
         self._waiting: dict[str, deque[list[bool]]] = {}
         self._turns: deque[str] = deque()
@@ -111,8 +166,10 @@ class FairSlots:
     def slot(self, project: str) -> Iterator[None]:
         """Hold a slot for ``project`` while the block runs (released however it ends)."""
         with self._cond:
-            if self._busy < self.capacity and not self._turns:
+            self._shares.seen(project)
+            if self._busy < self.capacity and not self._turns and self._shares.may_take(project):
                 self._busy += 1
+                self._shares.held[project] += 1
             else:
                 granted = [False]  # set by the releasing thread, which counts the slot for us
                 queue = self._waiting.get(project)
@@ -120,6 +177,7 @@ class FairSlots:
                     queue = self._waiting[project] = deque()
                     self._turns.append(project)
                 queue.append(granted)
+                self._hand_on()  # a slot may be free that the projects ahead may not take
                 while not granted[0]:
                     self._cond.wait()
         try:
@@ -127,13 +185,21 @@ class FairSlots:
         finally:
             with self._cond:
                 self._busy -= 1
-                while self._busy < self.capacity and self._turns:
-                    turn = self._turns.popleft()
-                    waiters = self._waiting[turn]
-                    waiters.popleft()[0] = True
-                    self._busy += 1
-                    if waiters:
-                        self._turns.append(turn)
-                    else:
-                        del self._waiting[turn]
-                self._cond.notify_all()
+                self._shares.held[project] -= 1
+                self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Free slots to waiting projects in turn, skipping those at their share (lock held)."""
+        while self._busy < self.capacity:
+            turn = self._shares.next_turn(self._turns)
+            if turn is None:
+                break
+            waiters = self._waiting[turn]
+            waiters.popleft()[0] = True
+            self._busy += 1
+            self._shares.held[turn] += 1
+            if waiters:
+                self._turns.append(turn)
+            else:
+                del self._waiting[turn]
+        self._cond.notify_all()

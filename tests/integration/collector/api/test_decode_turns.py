@@ -97,3 +97,51 @@ def test_threads_take_turns_the_same_way() -> None:
         thread.join(10)
     assert order == ["a0", "a1", "b4", "a2", "a3"]  # a FIFO would serve b4 last
     assert slots.busy == 0
+
+
+async def test_while_another_project_is_active_a_flood_leaves_it_a_slot() -> None:
+    """Two slots. Alone, project a holds both; once b has asked, a holds at most one, so b's next
+    export starts at once instead of waiting for one of a's (long) decodes to end."""
+    now = [0.0]
+    turns = FairTurns(2, monotonic=lambda: now[0])
+    holding: list[str] = []
+    gates: dict[str, asyncio.Event] = {}
+
+    async def export(name: str) -> None:
+        gates[name] = asyncio.Event()
+        async with turns.slot(name[0]):
+            holding.append(name)
+            await gates[name].wait()
+            holding.remove(name)
+
+    async def step() -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    tasks = [asyncio.create_task(export(name)) for name in ("a0", "a1")]
+    await step()
+    assert holding == ["a0", "a1"]  # alone: both slots
+    tasks += [asyncio.create_task(export(name)) for name in ("b0", "a2", "a3")]
+    await step()
+    gates["a0"].set()
+    await step()
+    assert holding == ["a1", "b0"]  # b's turn first
+    gates["b0"].set()
+    await step()
+    assert holding == ["a1"]  # b is active: a may hold one slot only, the other stays free for b
+    tasks.append(asyncio.create_task(export("b1")))
+    await step()
+    assert holding == ["a1", "b1"]  # b's next export did not wait
+    gates["b1"].set()
+    gates["a1"].set()
+    await step()
+    assert holding == ["a2"]
+    now[0] += 11.0  # b quiet for longer than ACTIVE_S: a may hold both again
+    tasks.append(asyncio.create_task(export("a4")))
+    gates["a2"].set()
+    await step()
+    assert holding == ["a3", "a4"]
+    gates["a3"].set()
+    gates["a4"].set()
+    await asyncio.gather(*tasks)
+    assert turns.busy == 0
