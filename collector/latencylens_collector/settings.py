@@ -7,6 +7,7 @@ An argument that is ``None`` or ``""`` counts as not given, and so does an empty
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -231,6 +232,12 @@ class Settings(BaseSettings):
         0.5,
         description="Share (0 to 1) of the queue's spans and bytes one project may hold, so a project "
         "that fills its share gets 429 while others still get in; 1 lets one project fill the queue.",
+    )
+    project_cpu_share: float = Field(
+        0.5,
+        description="CPU-seconds per second (decoding and writing its exports, over the last few "
+        "seconds) one project may use while other projects send too; over it, its exports get 429 "
+        "until it is back under. Alone a project may use everything; 0 turns the limit off.",
     )
     max_batch_spans: Integer = Field(10_000, description="Most spans written in one insert.")
     max_batch_bytes: Integer = Field(
@@ -495,6 +502,13 @@ class Settings(BaseSettings):
         if value < 1:
             raise ValueError(f"{env_var(str(info.field_name))} must be at least 1, got {value}")
         return value
+
+    @field_validator("project_cpu_share")
+    @classmethod
+    def _cpu_share(cls, share: float) -> float:
+        if not 0 <= share < math.inf:
+            raise ValueError("must be 0 (no limit) or a positive number of CPU-seconds per second")
+        return share
 
     @field_validator("queue_project_share")
     @classmethod

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final, NoReturn
@@ -134,8 +135,12 @@ class TraceReceiver(TraceServiceServicer):
             if stored is not None:
                 return otlp.export_response(stored)
         with self.pipeline.decoding(), self.turns.slot(project):  # projects in turn, not first come
-            batch = self._decode(request, project, context)
-            written = self._submit(batch, context) if batch.spans else None
+            started = time.thread_time()
+            try:
+                batch = self._decode(request, project, context)
+                written = self._submit(batch, context) if batch.spans else None
+            finally:
+                self.pipeline.charge(project, time.thread_time() - started)
         if written is not None:
             try:
                 written.result()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.pipeline.admission import TraceCap
+from latencylens_collector.pipeline.cpu_shares import CpuShares
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import (
     BoundedQueue,
@@ -58,6 +59,7 @@ class Pipeline:
             settings.max_queue_spans, settings.max_queue_bytes, settings.queue_project_share
         )
         self.trace_cap = TraceCap(settings.max_trace_spans)
+        self.cpu = CpuShares(settings.project_cpu_share)
         self.spool = (
             Spool(settings.spool_dir, settings.max_spool_bytes) if settings.spool_dir is not None else None
         )
@@ -69,6 +71,7 @@ class Pipeline:
             max_batch_spans=settings.max_batch_spans,
             flush_interval_s=settings.flush_interval_ms / 1000,
             max_batch_bytes=settings.max_batch_bytes,
+            cpu=self.cpu,
         )
 
     def start(self) -> None:
@@ -134,6 +137,12 @@ class Pipeline:
         if not self.writer.running:
             raise PipelineClosed("the collector is not running its writer (starting or stopping)")
         self.queue.check_room(project)
+        self.cpu.check(project)
+
+    def charge(self, project: str, cpu_s: float) -> None:
+        """Count ``cpu_s`` CPU-seconds a receiver spent decoding one of ``project``'s exports
+        (:mod:`.cpu_shares`)."""
+        self.cpu.charge(project, cpu_s)
 
     def status(self) -> PipelineStatus:
         state = self.writer.state()

@@ -29,6 +29,7 @@ from typing import Final
 from opentelemetry import context as otel_context
 
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.pipeline.cpu_shares import CpuShares
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, Ticket, WriteFailed
 from latencylens_collector.pipeline.refusals import UNREACHABLE, Refusal, Triage, classify
@@ -74,6 +75,7 @@ class Writer:
         flush_interval_s: float,
         monotonic: Callable[[], float] = time.monotonic,
         max_batch_bytes: int | None = None,
+        cpu: CpuShares | None = None,
     ) -> None:
         self.queue = queue
         self.ingestor = ingestor
@@ -82,6 +84,8 @@ class Writer:
         self.max_batch_bytes = max(1, max_batch_bytes) if max_batch_bytes is not None else None
         """Most bytes of decoded spans per insert (:func:`~.queue.rows_bytes`); None: the queue's."""
         self.flush_interval_s = flush_interval_s
+        self.cpu = cpu
+        """Where each batch's CPU time is charged, to its projects by spans (:mod:`.cpu_shares`)."""
         self._monotonic = monotonic
         self._thread: threading.Thread | None = None
         self._storage_ok: bool | None = None
@@ -124,7 +128,9 @@ class Writer:
                 self.max_batch_spans, self.flush_interval_s, wait, max_bytes=self.max_batch_bytes
             )
             if tickets:
+                started = time.thread_time()
                 self._flush(tickets)
+                self._charge(tickets, time.thread_time() - started)
             elif self.queue.closed:
                 return
             else:
@@ -135,6 +141,17 @@ class Writer:
                 except Exception:  # keep the writer alive; the file stays for the next attempt
                     _log.exception("replaying the spool failed")
                     self._replay_retry_at = self._monotonic() + RETRY_MAX_S
+
+    def _charge(self, tickets: Sequence[Ticket], cpu_s: float) -> None:
+        """Share a batch's CPU time among its projects by what each brought (spans, or body bytes)."""
+        if self.cpu is None:
+            return
+        weights: dict[str, int] = {}
+        for ticket in tickets:
+            weights[ticket.project] = weights.get(ticket.project, 0) + (len(ticket.spans) or ticket.nbytes)
+        total = sum(weights.values()) or 1
+        for project, weight in weights.items():
+            self.cpu.charge(project, cpu_s * weight / total)
 
     def _idle_wait(self) -> float:
         if self.spool is not None and self.spool.counts.pending_batches:

@@ -22,6 +22,7 @@ NON_DEFAULT_TEXT = {
     "max_queue_spans": "7",
     "max_queue_bytes": "1000",
     "queue_project_share": "0.25",
+    "project_cpu_share": "0.75",
     "max_batch_spans": "3",
     "max_batch_bytes": "2000",
     "max_span_bytes": "3000",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from concurrent.futures import Future
 from typing import Final
 
@@ -148,9 +149,13 @@ def _project(request: Request) -> str:
 def _decode_and_submit(
     pipeline: Pipeline, body: bytes, as_json: bool, project: str, limits: otlp.Limits
 ) -> tuple[otlp.DecodedBatch, Future[Outcome] | None]:
-    batch = otlp.decode(body, as_json, project, limits)
-    count_received(batch, PROTOCOL)
-    return batch, pipeline.submit(batch.spans) if batch.spans else None
+    started = time.thread_time()
+    try:
+        batch = otlp.decode(body, as_json, project, limits)
+        count_received(batch, PROTOCOL)
+        return batch, pipeline.submit(batch.spans) if batch.spans else None
+    finally:
+        pipeline.charge(project, time.thread_time() - started)
 
 
 async def _by_engine(
