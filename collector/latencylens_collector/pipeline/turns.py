@@ -22,8 +22,9 @@ import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Final
+from typing import Final, Generic, TypeVar
 
+W = TypeVar("W")
 ACTIVE_S: Final = 10.0
 """A project that asked for a slot this recently counts as active: no other holds every slot."""
 
@@ -60,23 +61,80 @@ class _Shares:
         return None
 
 
+class _Queue(Generic[W]):
+    """What both front ends keep: slots held, and per-project waiters served in turn. Not
+    thread-safe: :class:`FairTurns` uses it from one event loop, :class:`FairSlots` under its lock."""
+
+    def __init__(self, capacity: int, monotonic: Callable[[], float]) -> None:
+        self.shares = _Shares(capacity, monotonic)
+        self.capacity = self.shares.capacity
+        self.busy = 0
+        self.waiting: dict[str, deque[W]] = {}
+        self.turns: deque[str] = deque()
+        """Projects with waiters, the next to serve first."""
+
+    def try_take(self, project: str) -> bool:
+        """Take a slot at once when one is free, nobody waits and ``project`` is under its share."""
+        self.shares.seen(project)
+        if self.busy < self.capacity and not self.turns and self.shares.may_take(project):
+            self.take(project)
+            return True
+        return False
+
+    def take(self, project: str) -> None:
+        self.busy += 1
+        self.shares.held[project] += 1
+
+    def release(self, project: str) -> None:
+        self.busy -= 1
+        self.shares.held[project] -= 1
+
+    def wait(self, project: str, waiter: W) -> None:
+        queue = self.waiting.get(project)
+        if queue is None:
+            queue = self.waiting[project] = deque()
+            self.turns.append(project)
+        queue.append(waiter)
+
+    def forget(self, project: str, waiter: W) -> None:
+        queue = self.waiting.get(project)
+        if queue is None or waiter not in queue:
+            return
+        queue.remove(waiter)
+        if not queue:
+            del self.waiting[project]
+            self.turns.remove(project)
+
+    def hand_on(self, grant: Callable[[W], bool]) -> None:
+        """Free slots to waiting projects in turn, skipping those at their share; ``grant`` wakes
+        a waiter (False: it is gone, and takes no slot)."""
+        while self.busy < self.capacity:
+            turn = self.shares.next_turn(self.turns)
+            if turn is None:
+                return
+            queue = self.waiting[turn]
+            waiter = queue.popleft()
+            if queue:
+                self.turns.append(turn)  # its next export waits for the others' turns
+            else:
+                del self.waiting[turn]
+            if grant(waiter):
+                self.take(turn)
+
+
 class FairTurns:
     """At most ``capacity`` holders at once; waiting projects are served in turn."""
 
     def __init__(self, capacity: int, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self._shares = _Shares(capacity, monotonic)
-        self.capacity = self._shares.capacity
-        self._busy = 0
-        self._waiting: dict[str, deque[asyncio.Future[None]]] = {}
-        self._turns: deque[str] = deque()
-        """Projects with waiters, the next to serve first."""
+        self._queue: _Queue[asyncio.Future[None]] = _Queue(capacity, monotonic)
+        self.capacity = self._queue.capacity
 
     @property
     def busy(self) -> int:
-        return self._busy
+        return self._queue.busy
 
     def waiting(self, project: str) -> int:
-        return len(self._waiting.get(project, ()))
+        return len(self._queue.waiting.get(project, ()))
 
     @asynccontextmanager
     async def slot(self, project: str) -> AsyncIterator[None]:
@@ -88,95 +146,55 @@ class FairTurns:
             self._release(project)
 
     async def _acquire(self, project: str) -> None:
-        self._shares.seen(project)
-        if self._busy < self.capacity and not self._turns and self._shares.may_take(project):
-            self._take(project)
+        if self._queue.try_take(project):
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        queue = self._waiting.get(project)
-        if queue is None:
-            queue = self._waiting[project] = deque()
-            self._turns.append(project)
-        queue.append(waiter)
-        self._hand_on()  # a slot may be free that the projects ahead may not take
+        self._queue.wait(project, waiter)
+        self._queue.hand_on(_wake)  # a slot may be free that the projects ahead may not take
         try:
             await waiter  # the slot is counted for us before we are woken
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self._release(project)  # woken and cancelled at once: hand the slot on
             else:
-                self._forget(project, waiter)
+                self._queue.forget(project, waiter)
             raise
 
-    def _take(self, project: str) -> None:
-        self._busy += 1
-        self._shares.held[project] += 1
-
-    def _forget(self, project: str, waiter: asyncio.Future[None]) -> None:
-        queue = self._waiting.get(project)
-        if queue is None or waiter not in queue:
-            return
-        queue.remove(waiter)
-        if not queue:
-            del self._waiting[project]
-            self._turns.remove(project)
-
     def _release(self, project: str) -> None:
-        self._busy -= 1
-        self._shares.held[project] -= 1
-        self._hand_on()
+        self._queue.release(project)
+        self._queue.hand_on(_wake)
 
-    def _hand_on(self) -> None:
-        """Free slots to waiting projects in turn, skipping those at their share."""
-        while self._busy < self.capacity:
-            turn = self._shares.next_turn(self._turns)
-            if turn is None:
-                return
-            queue = self._waiting[turn]
-            waiter = queue.popleft()
-            if queue:
-                self._turns.append(turn)  # its next export waits for the others' turns
-            else:
-                del self._waiting[turn]
-            if not waiter.done():
-                self._take(turn)
-                waiter.set_result(None)
+
+def _wake(waiter: asyncio.Future[None]) -> bool:
+    if waiter.done():
+        return False
+    waiter.set_result(None)
+    return True
 
 
 class FairSlots:
     """:class:`FairTurns` for threads: at most ``capacity`` holders, waiting projects in turn."""
 
     def __init__(self, capacity: int, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self._shares = _Shares(capacity, monotonic)
-        self.capacity = self._shares.capacity
-        self._busy = 0
-        self._waiting: dict[str, deque[list[bool]]] = {}
-        self._turns: deque[str] = deque()
+        self._queue: _Queue[list[bool]] = _Queue(capacity, monotonic)
+        self.capacity = self._queue.capacity
         self._cond = threading.Condition()
 
     @property
     def busy(self) -> int:
-        return self._busy
+        return self._queue.busy
 
     def waiting(self, project: str) -> int:
         with self._cond:
-            return len(self._waiting.get(project, ()))
+            return len(self._queue.waiting.get(project, ()))
 
     @contextmanager
     def slot(self, project: str) -> Iterator[None]:
         """Hold a slot for ``project`` while the block runs (released however it ends)."""
         with self._cond:
-            self._shares.seen(project)
-            if self._busy < self.capacity and not self._turns and self._shares.may_take(project):
-                self._busy += 1
-                self._shares.held[project] += 1
-            else:
+            if not self._queue.try_take(project):
                 granted = [False]  # set by the releasing thread, which counts the slot for us
-                queue = self._waiting.get(project)
-                if queue is None:
-                    queue = self._waiting[project] = deque()
-                    self._turns.append(project)
-                queue.append(granted)
+                self._queue.wait(project, granted)
                 self._hand_on()  # a slot may be free that the projects ahead may not take
                 while not granted[0]:
                     self._cond.wait()
@@ -184,22 +202,15 @@ class FairSlots:
             yield
         finally:
             with self._cond:
-                self._busy -= 1
-                self._shares.held[project] -= 1
+                self._queue.release(project)
                 self._hand_on()
 
     def _hand_on(self) -> None:
-        """Free slots to waiting projects in turn, skipping those at their share (lock held)."""
-        while self._busy < self.capacity:
-            turn = self._shares.next_turn(self._turns)
-            if turn is None:
-                break
-            waiters = self._waiting[turn]
-            waiters.popleft()[0] = True
-            self._busy += 1
-            self._shares.held[turn] += 1
-            if waiters:
-                self._turns.append(turn)
-            else:
-                del self._waiting[turn]
+        """Lock held."""
+        self._queue.hand_on(_grant)
         self._cond.notify_all()
+
+
+def _grant(granted: list[bool]) -> bool:
+    granted[0] = True
+    return True
