@@ -80,9 +80,10 @@ class Ingestor:
             self.store.ensure_ready()
             self.store.insert_spans(spans, dedup_token=dedup_token)
             by_project: dict[str, dict[bytes, list[SpanRow]]] = defaultdict(lambda: defaultdict(list))
+            for_rows = spans
             if context or rows_later:
-                spans = [s for s in (*context, *spans) if (s.project, s.trace_id) not in rows_later]
-            for span in spans:
+                for_rows = [s for s in (*context, *spans) if (s.project, s.trace_id) not in rows_later]
+            for span in for_rows:
                 by_project[span.project][span.trace_id].append(span)
             rows: list[dict[str, Any]] = []
             for project, batch_traces in by_project.items():

@@ -182,7 +182,7 @@ class Writer:
         for ticket in tickets:
             ticket.resolve(outcome)
 
-    def _store_or_spool(self, spans: list[SpanRow], pieces: _Pieces | None = None) -> Outcome:
+    def _store_or_spool(self, spans: list[SpanRow], pieces: _Pieces) -> Outcome:
         batch_id = uuid.uuid4().hex
         if self._monotonic() >= self._storage_retry_at:
             try:
@@ -251,12 +251,10 @@ class Writer:
 
     def _write(self, spans: Sequence[SpanRow], batch_id: str, pieces: _Pieces | None = None) -> None:
         started = time.perf_counter()
-        if pieces is None:
-            self.ingestor.ingest(spans, dedup_token=batch_id)
-        else:
-            self.ingestor.ingest(
-                spans, dedup_token=batch_id, context=pieces.context, rows_later=pieces.rows_later
-            )
+        pieces = pieces or _NO_PIECES
+        self.ingestor.ingest(
+            spans, dedup_token=batch_id, context=pieces.context, rows_later=pieces.rows_later
+        )
         metrics.INSERT_DURATION.observe(time.perf_counter() - started)
         metrics.BATCH_SPANS.observe(len(spans))
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
@@ -336,17 +334,18 @@ class Writer:
 class _Pieces:
     """What a batch holding pieces of large exports tells the row builder (:meth:`Ingestor.ingest`)."""
 
-    context: list[SpanRow]
-    rows_later: frozenset[tuple[str, bytes]]
+    context: tuple[SpanRow, ...] = ()
+    rows_later: frozenset[tuple[str, bytes]] = frozenset()
 
     @classmethod
-    def of(cls, tickets: Sequence[Ticket]) -> _Pieces | None:
-        """None for a batch of whole exports (the usual case)."""
-        if not any(ticket.context or ticket.rows_later for ticket in tickets):
-            return None
-        context = [span for ticket in tickets for span in ticket.context]
+    def of(cls, tickets: Sequence[Ticket]) -> _Pieces:
+        context = tuple(span for ticket in tickets for span in ticket.context)
         later = frozenset((ticket.project, trace_id) for ticket in tickets for trace_id in ticket.rows_later)
         return cls(context, later)
+
+
+_NO_PIECES: Final = _Pieces()
+"""A batch of whole exports (the usual case; a spooled batch's replay too)."""
 
 
 def _resolve(tickets: Sequence[Ticket], outcome: Outcome) -> None:

@@ -80,13 +80,7 @@ def test_a_flooding_project_does_not_starve_another(make_settings: Callable[...,
     # Inserts: the flood's turn (300 of 1,200 spans: a quarter while "quiet" waits); "quiet" with
     # two flood exports riding along (10 + 100 + 100 ≤ 1,200 // 4 = 300); the rest of the flood.
     assert done == [f"flood {n}" for n in range(3)] + ["quiet"] + [f"flood {n}" for n in range(3, 10)]
-    counts = {
-        row["project"]: int(row["spans"])
-        for row in store.query(
-            f"SELECT project, count() AS spans FROM {store.database}.spans FINAL GROUP BY project"
-        )
-    }
-    assert counts == {"flood": 1_000, "quiet": 10}
+    assert _stored_spans(store) == {"flood": 1_000, "quiet": 10}
     store.close()
 
 
@@ -114,13 +108,7 @@ def test_a_large_export_is_written_in_pieces_around_another_projects(
         pipeline.stop()
     assert outcomes == [Outcome.STORED, Outcome.STORED]
     assert done == ["quiet", "big"]
-    counts = {
-        row["project"]: int(row["spans"])
-        for row in store.query(
-            f"SELECT project, count() AS spans FROM {store.database}.spans FINAL GROUP BY project"
-        )
-    }
-    assert counts == {"big": 1_000, "quiet": 10}
+    assert _stored_spans(store) == {"big": 1_000, "quiet": 10}
     # The trace's row was built once, with its last piece, from the export's spans in memory:
     # nothing was read back (piece by piece it would have read 300 + 600 + 900 spans).
     assert ingestor.spans_read_back == 0
@@ -152,6 +140,16 @@ def test_traces_cut_between_pieces_get_their_whole_rows(make_settings: Callable[
     assert [int(row["span_count"]) for row in rows] == [400, 400, 400]
     assert ingestor.spans_read_back == 0
     store.close()
+
+
+def _stored_spans(store: Store) -> dict[str, int]:
+    """Each project's stored spans."""
+    return {
+        row["project"]: int(row["spans"])
+        for row in store.query(
+            f"SELECT project, count() AS spans FROM {store.database}.spans FINAL GROUP BY project"
+        )
+    }
 
 
 def _span_counts(store: Store) -> dict[str, int]:
