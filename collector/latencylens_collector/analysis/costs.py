@@ -96,6 +96,15 @@ def use_prices(prices: Prices) -> Prices:
     return previous
 
 
+def warm_prices() -> None:
+    """Load genai-prices' bundled data now (at start-up), not in the first export's write."""
+    try:
+        from genai_prices import data_snapshot
+    except ImportError:
+        return
+    data_snapshot.get_snapshot()
+
+
 def configured_prices() -> Prices:
     """The prices set by :func:`use_prices` (none by default)."""
     return _configured

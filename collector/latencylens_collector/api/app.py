@@ -33,6 +33,7 @@ from latencylens_collector.api.routes import slos as slo_routes
 from latencylens_collector.api.routes import stats as stats_routes
 from latencylens_collector.pipeline import Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.runtime import heap
 from latencylens_collector.runtime.clock import Clock
 from latencylens_collector.settings import Settings
 from latencylens_collector.slo.service import start_slo_service
@@ -66,7 +67,9 @@ def create_app(
             _log.warning("migrations not applied at start-up: %s", exc)
         await run_in_threadpool(start_intake, app)
         app.state.slo = await run_in_threadpool(start_slo_service, settings, the_store, clock)
+        await run_in_threadpool(heap.settle)
         yield
+        heap.release()
         await run_in_threadpool(stop_intake, app)
         await run_in_threadpool(app.state.slo.stop)
         if owns_store:

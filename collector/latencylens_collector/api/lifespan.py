@@ -3,9 +3,7 @@ hourly rollup's refresher and the request-row reconciler."""
 
 from __future__ import annotations
 
-import gc
 import logging
-from typing import Final
 
 from fastapi import FastAPI
 
@@ -19,12 +17,6 @@ from latencylens_collector.storage.rollup import refresh_in_service
 
 _log = logging.getLogger(__name__)
 
-GC_YOUNG_THRESHOLD: Final = 50_000
-"""Container allocations between young-generation collections. Decoding allocates a few dicts and
-objects per span, so CPython's default (700) collects every few dozen spans and sweeps the whole
-heap (hundreds of MB of queued spans and libraries) every ~70,000: ≈ 5 % of ingest CPU."""
-
-
 def start_intake(app: FastAPI) -> None:
     """Start ``app.state.pipeline``, then the gRPC receiver when enabled. A gRPC port that cannot
     be bound is logged and shown at /readyz; OTLP/HTTP keeps working."""
@@ -32,9 +24,6 @@ def start_intake(app: FastAPI) -> None:
     pipeline: Pipeline = state.pipeline
     settings: Settings = state.settings
     clock: Clock = state.clock
-    young, *older = gc.get_threshold()
-    if 0 < young < GC_YOUNG_THRESHOLD:
-        gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
     pipeline.start()
     state.rollup = None
     if settings.rollup_interval_s > 0:

@@ -99,6 +99,14 @@ INSERT_DURATION = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
     registry=REGISTRY,
 )
+GC_PAUSE = Histogram(
+    "latencylens_gc_pause_seconds",
+    "How long each of CPython's garbage collections held the process (every thread waits for it), "
+    "by generation (2: a full collection).",
+    ["generation"],
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+    registry=REGISTRY,
+)
 BATCH_SPANS = Histogram(
     "latencylens_batch_spans",
     "Spans per insert.",
