@@ -130,6 +130,15 @@ class TraceReceiver(TraceServiceServicer):
             _refuse(context, "queue_full", grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), QUEUE_FULL_RETRY_S)
         except PipelineClosed as exc:
             _refuse(context, "unavailable", grpc.StatusCode.UNAVAILABLE, str(exc), RETRY_AFTER_SECONDS)
+        try:
+            return self._admitted(request, project, context)
+        finally:
+            self.pipeline.done(project)
+
+    def _admitted(
+        self, request: bytes, project: str, context: grpc.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        """Decode, queue and wait for an export :meth:`Pipeline.check_room` let in."""
         if self.settings.ingest_path == "engine":
             stored = self._by_engine(request, project, context)
             if stored is not None:

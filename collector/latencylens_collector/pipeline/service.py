@@ -133,11 +133,17 @@ class Pipeline:
 
     def check_room(self, project: str) -> None:
         """Raise QueueFull (or PipelineClosed) when no export of ``project`` could be queued now, so
-        a receiver can refuse it before reading and decoding its body."""
+        a receiver can refuse it before reading and decoding its body; else the export is in
+        flight until the receiver calls :meth:`done`."""
         if not self.writer.running:
             raise PipelineClosed("the collector is not running its writer (starting or stopping)")
         self.queue.check_room(project)
-        self.cpu.check(project)
+        self.cpu.admit(project)
+
+    def done(self, project: str) -> None:
+        """An export :meth:`check_room` let in was answered, stored or not (:mod:`.cpu_shares`
+        counts it in flight until then)."""
+        self.cpu.done(project)
 
     def charge(self, project: str, cpu_s: float) -> None:
         """Count ``cpu_s`` CPU-seconds a receiver spent decoding one of ``project``'s exports

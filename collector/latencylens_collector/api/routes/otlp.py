@@ -105,8 +105,10 @@ async def export_traces(request: Request, settings: SettingsDep) -> Response:
     pipeline: Pipeline = request.app.state.pipeline
     clock: Clock = request.app.state.clock
     limits = otlp.Limits.of(settings, now_ns=clock())
+    admitted = False
     try:
         pipeline.check_room(project)
+        admitted = True
         body = await _read_body(request, settings.max_body_bytes)
         stored = None
         if settings.ingest_path == "engine" and not as_json:
@@ -135,6 +137,9 @@ async def export_traces(request: Request, settings: SettingsDep) -> Response:
     except Exception:
         _log.exception("unexpected error while ingesting spans")
         return _error(500, _INTERNAL, "internal error while ingesting spans", as_json)
+    finally:
+        if admitted:
+            pipeline.done(project)
     return Response(otlp.encode_response(batch, as_json), media_type=_media_type(as_json))
 
 

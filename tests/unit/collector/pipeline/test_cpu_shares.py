@@ -52,3 +52,35 @@ def test_a_share_of_zero_turns_the_limit_off() -> None:
     shares.charge("quiet", 0.01)
     shares.charge("flood", 100.0)
     shares.check("flood")
+
+
+def test_only_the_heaviest_project_is_refused() -> None:
+    """Both over the share: the lighter one (0.6 CPU-s/s) still gets in, the heavier (0.8) not."""
+    shares, _ = _shares()
+    shares.charge("steady", 3.0)  # 3 / WINDOW_S = 0.6
+    shares.charge("flood", 4.0)  # 4 / WINDOW_S = 0.8
+    shares.check("steady")
+    with pytest.raises(QueueFull, match="more than any other project sending"):
+        shares.check("flood")
+
+
+def test_exports_in_flight_count_at_the_projects_mean_cost() -> None:
+    """A burst arriving at once is held to what its share can pay for, before any of it is charged.
+
+    One export of ``flood`` cost 0.45 CPU-s: a rate of 0.45 / WINDOW_S = 0.09 CPU-s/s and a mean
+    of 0.45 CPU-s per export. Each export in flight then adds 0.45 / WINDOW_S = 0.09 to its load:
+    with k in flight the load is 0.09 + 0.09·k, at most the 0.5 share up to k = 4 (0.45), over it
+    at k = 5 (0.54): five are let in, the sixth is refused."""
+    shares, _ = _shares()
+    shares.charge("quiet", 0.01)
+    shares.admit("flood")
+    shares.charge("flood", 0.45)
+    shares.done("flood")
+    for _ in range(5):
+        shares.admit("flood")
+    with pytest.raises(QueueFull, match=re.escape("project 'flood' is using 0.54 CPU-seconds per second")):
+        shares.admit("flood")
+    # One answered: the mean is now 0.09 / (2 / WINDOW_S) = 0.225 CPU-s per export over two
+    # answered exports, and four in flight add 4 · 0.225 / WINDOW_S = 0.18: a load of 0.27.
+    shares.done("flood")
+    shares.admit("flood")
