@@ -1,4 +1,5 @@
-"""Helpers for the ingest-pipeline tests: gRPC port of a running collector, exact span counts."""
+"""Helpers for the ingest-pipeline tests: gRPC port of a running collector, exact span counts,
+projects' exports and what each project has stored."""
 
 from __future__ import annotations
 
@@ -9,7 +10,31 @@ from typing import Any
 
 import httpx
 
+from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.storage.store import Store
+
+BASE = 1_700_000_000_000_000_000
+MS = 1_000_000
+
+
+def export(project: str, number: int, spans: int = 10) -> list[SpanRow]:
+    """One trace of ``spans`` spans (a root and its children) of ``project``, numbered ``number``."""
+    trace_id = f"{project}:{number}".encode().ljust(16, b".")
+    return [
+        SpanRow(
+            trace_id,
+            (i + 1).to_bytes(8, "big"),
+            bytes(8) if i == 0 else (1).to_bytes(8, "big"),
+            "api",
+            f"step {i}",
+            "internal",
+            "app",
+            BASE + number * 1000 * MS + i * MS,
+            MS,
+            project=project,
+        )
+        for i in range(spans)
+    ]
 
 
 def grpc_target(url: str) -> str:
@@ -46,3 +71,24 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float = 20.0, what: str 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def stored_spans_by_project(store: Store) -> dict[str, int]:
+    """Each project's stored spans."""
+    return {
+        row["project"]: int(row["spans"])
+        for row in store.query(
+            f"SELECT project, count() AS spans FROM {store.database}.spans FINAL GROUP BY project"
+        )
+    }
+
+
+def row_spans_by_project(store: Store) -> dict[str, int]:
+    """Each project's request rows' span counts, summed (one row per trace here)."""
+    return {
+        row["project"]: int(row["spans"])
+        for row in store.query(
+            f"SELECT project, sum(span_count) AS spans FROM {store.database}.requests FINAL "
+            "WHERE is_deleted = 0 GROUP BY project"
+        )
+    }

@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from latencylens_collector.analysis.records import SpanRow
@@ -36,6 +37,16 @@ from latencylens_collector.analysis.request_rows import (
 from latencylens_collector.pipeline.refusals import classify
 from latencylens_collector.storage import otlp_sql, trace_state
 from latencylens_collector.storage.store import StorageError, Store
+
+
+@dataclass(frozen=True)
+class RowsToWrite:
+    """What an insert leaves to do: the traces whose rows must be (re)built, per project, from
+    these spans (joined with what is stored when the trace is not whole in them)."""
+
+    traces: dict[str, dict[bytes, list[SpanRow]]]
+    spans: int
+    """Spans the rows are built from: the work :meth:`Ingestor.write_rows` has to do."""
 
 
 class Ingestor:
@@ -74,22 +85,40 @@ class Ingestor:
         spans of the traces this batch ends as ``context`` (stored already, counted as the batch's
         own) and the ``(project, trace_id)`` of traces a later piece continues as ``rows_later``
         (no row now: that piece builds it, whole)."""
+        return self.write_rows(self.insert(spans, dedup_token, context, rows_later))
+
+    def insert(
+        self,
+        spans: Sequence[SpanRow],
+        dedup_token: str | None = None,
+        context: Sequence[SpanRow] = (),
+        rows_later: Collection[tuple[str, bytes]] = (),
+    ) -> RowsToWrite:
+        """The first half of :meth:`ingest`: insert the spans; returns what :meth:`write_rows`
+        builds the rows from (the spans are stored once this returns)."""
+        by_project: dict[str, dict[bytes, list[SpanRow]]] = defaultdict(lambda: defaultdict(list))
         if not spans:
-            return 0
+            return RowsToWrite(by_project, 0)
         with self._lock:
             self.store.ensure_ready()
             self.store.insert_spans(spans, dedup_token=dedup_token)
-            by_project: dict[str, dict[bytes, list[SpanRow]]] = defaultdict(lambda: defaultdict(list))
-            for_rows = spans
-            if context or rows_later:
-                for_rows = [s for s in (*context, *spans) if (s.project, s.trace_id) not in rows_later]
-            for span in for_rows:
-                by_project[span.project][span.trace_id].append(span)
-            rows: list[dict[str, Any]] = []
-            for project, batch_traces in by_project.items():
-                rows.extend(self._rows(project, batch_traces))
-            self.store.upsert_requests(rows)
-            return sum(1 for row in rows if not row["is_deleted"])
+        for_rows = spans
+        if context or rows_later:
+            for_rows = [s for s in (*context, *spans) if (s.project, s.trace_id) not in rows_later]
+        for span in for_rows:
+            by_project[span.project][span.trace_id].append(span)
+        return RowsToWrite(by_project, len(for_rows))
+
+    def write_rows(self, todo: RowsToWrite) -> int:
+        """The second half of :meth:`ingest`: build and write the request rows of the traces an
+        insert touched; returns how many rows were (re)written. Rows of one trace written by
+        two calls in any order keep the most complete (their versions), so a large insert's rows
+        may be written while the next batch is inserted (:mod:`.row_builder`)."""
+        rows: list[dict[str, Any]] = []
+        for project, batch_traces in todo.traces.items():
+            rows.extend(self._rows(project, batch_traces))
+        self.store.upsert_requests(rows)
+        return sum(1 for row in rows if not row["is_deleted"])
 
     def ingest_bodies(
         self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str

@@ -146,9 +146,13 @@ class Ticket:
     built now but with that piece, from all the export's spans (not read back piece by piece)."""
 
     def resolve(self, outcome: Outcome) -> None:
-        """Answer with ``outcome`` for what is left of the export, combined with its pieces' (all
-        resolved by now: they were taken before it): a failed piece fails the export, a spooled
-        one makes it spooled."""
+        """Answer with ``outcome`` for what is left of the export, combined with its pieces': a
+        failed piece fails the export, a spooled one makes it spooled. Pieces were taken before
+        it, but one whose rows are still being built (:mod:`.row_builder`) is waited for."""
+        waiting = next((piece for piece in self.pieces if not piece.done()), None)
+        if waiting is not None:
+            waiting.add_done_callback(lambda _: self.resolve(outcome))
+            return
         for piece in self.pieces:
             failure = piece.exception(timeout=0)
             if failure is not None:

@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Final
 
@@ -30,10 +31,11 @@ from opentelemetry import context as otel_context
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.pipeline.cpu_shares import CpuShares
-from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
 from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, Ticket, WriteFailed
 from latencylens_collector.pipeline.refusals import UNREACHABLE, Refusal, Triage, classify
 from latencylens_collector.pipeline.replay import settle
+from latencylens_collector.pipeline.row_builder import LARGE_ROWS, RowBuilder
 from latencylens_collector.pipeline.spool import FAILED_DIR, Spool, SpooledBatch, SpoolFull
 from latencylens_collector.runtime import metrics
 from latencylens_collector.storage.store import StorageUnavailable
@@ -95,9 +97,12 @@ class Writer:
         self._backoff_s = 0.0
         self._refusal = ""
         self._replaying: tuple[SpooledBatch, Triage] | None = None
+        self._rows = RowBuilder(ingestor, self._charge_rows)
+        """Builds the rows of large inserts while the writer goes on (:mod:`.row_builder`)."""
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
+        self._rows.start()
         self._thread = threading.Thread(target=self._run, name="latencylens-writer", daemon=True)
         self._thread.start()
 
@@ -132,6 +137,7 @@ class Writer:
                 self._flush(tickets)
                 self._charge(tickets, time.thread_time() - started)
             elif self.queue.closed:
+                self._rows.stop()
                 return
             else:
                 self._ensure_schema()
@@ -153,6 +159,14 @@ class Writer:
         for project, weight in weights.items():
             self.cpu.charge(project, cpu_s * weight / total)
 
+    def _charge_rows(self, todo: RowsToWrite, cpu_s: float) -> None:
+        """Share a row build's CPU time among its projects by the spans each brought."""
+        if self.cpu is None:
+            return
+        total = todo.spans or 1
+        for project, traces in todo.traces.items():
+            self.cpu.charge(project, cpu_s * sum(len(spans) for spans in traces.values()) / total)
+
     def _idle_wait(self) -> float:
         if self.spool is not None and self.spool.counts.pending_batches:
             retry_at = max(self._storage_retry_at, self._replay_retry_at)
@@ -171,7 +185,7 @@ class Writer:
         # From here a receiver can no longer cancel; a cancelled one (client gone) is written anyway.
         tickets = [ticket for ticket in tickets if ticket.future.set_running_or_notify_cancel()]
         try:
-            outcome = self._store_or_spool(spans, pieces)
+            outcome, rows = self._store_or_spool(spans, pieces)
         except Exception as exc:
             if not isinstance(exc, WriteFailed):
                 _log.exception("unexpected error while writing a batch")
@@ -179,16 +193,19 @@ class Writer:
             for ticket in tickets:
                 ticket.future.set_exception(failure)
             return
-        for ticket in tickets:
-            ticket.resolve(outcome)
+        if rows is None:
+            _resolve_all(tickets, outcome)
+        else:  # answered once the rows are written too (a failure there loses no span: logged)
+            rows.add_done_callback(lambda _: _resolve_all(tickets, outcome))
 
-    def _store_or_spool(self, spans: list[SpanRow], pieces: _Pieces) -> Outcome:
+    def _store_or_spool(self, spans: list[SpanRow], pieces: _Pieces) -> tuple[Outcome, Future[int] | None]:
+        """Where the batch went, and the future of its rows while :mod:`.row_builder` builds them."""
         batch_id = uuid.uuid4().hex
         if self._monotonic() >= self._storage_retry_at:
             try:
-                self._write(spans, batch_id, pieces)
+                rows = self._write(spans, batch_id, pieces, aside=True)
                 metrics.SPANS_WRITTEN.labels(source="direct").inc(len(spans))
-                return Outcome.STORED
+                return Outcome.STORED, rows
             except Exception as exc:  # any failure: the batch must still land somewhere durable
                 self._note_failure(exc)
         # Answers name no ClickHouse text nor paths (they may hold addresses or data): the log has them.
@@ -201,7 +218,7 @@ class Writer:
             why = "full" if isinstance(exc, SpoolFull) else "not writable"
             raise WriteFailed(f"storage unavailable and the spool is {why}; retry later") from exc
         metrics.SPANS_SPOOLED.inc(len(spans))
-        return Outcome.SPOOLED
+        return Outcome.SPOOLED, None
 
     # --- export bodies the engine decodes (ingest_path = engine) ------------------------------------
     def _flush_bodies(self, tickets: list[Ticket]) -> None:
@@ -249,16 +266,30 @@ class Writer:
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
         self._storage_retry_at, self._refusal = 0.0, ""
 
-    def _write(self, spans: Sequence[SpanRow], batch_id: str, pieces: _Pieces | None = None) -> None:
+    def _write(
+        self, spans: Sequence[SpanRow], batch_id: str, pieces: _Pieces | None = None, aside: bool = False
+    ) -> Future[int] | None:
+        """Insert the spans, then write their rows, or with ``aside`` hand rows of more than
+        :data:`~.row_builder.LARGE_ROWS` spans to :mod:`.row_builder` and return their future."""
         started = time.perf_counter()
         pieces = pieces or _NO_PIECES
-        self.ingestor.ingest(
+        todo = self.ingestor.insert(
             spans, dedup_token=batch_id, context=pieces.context, rows_later=pieces.rows_later
         )
-        metrics.INSERT_DURATION.observe(time.perf_counter() - started)
-        metrics.BATCH_SPANS.observe(len(spans))
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
         self._storage_retry_at, self._refusal = 0.0, ""
+        metrics.BATCH_SPANS.observe(len(spans))
+        if aside and todo.spans > LARGE_ROWS:
+            rows = self._rows.submit(todo)
+            rows.add_done_callback(lambda _: metrics.INSERT_DURATION.observe(time.perf_counter() - started))
+            return rows
+        self.ingestor.write_rows(todo)
+        metrics.INSERT_DURATION.observe(time.perf_counter() - started)
+        return None
+
+    def _write_now(self, spans: Sequence[SpanRow], batch_id: str) -> None:
+        """Insert the spans and write their rows (a spooled batch's replay)."""
+        self._write(spans, batch_id)
 
     def _note_failure(self, exc: Exception) -> None:
         """A refusal for now pauses writes (back-off); any other only sends this batch to the spool,
@@ -318,7 +349,7 @@ class Writer:
                 return
             self._replaying = (batch, Triage(batch.batch_id, batch.spans))
         batch, triage = self._replaying
-        refusal = triage.step(self._write, MAX_WRITES_PER_STEP)
+        refusal = triage.step(self._write_now, MAX_WRITES_PER_STEP)
         if refusal is not None:
             self._note_refusal(refusal)  # retried, from the same piece, after the back-off
             return
@@ -346,6 +377,12 @@ class _Pieces:
 
 _NO_PIECES: Final = _Pieces()
 """A batch of whole exports (the usual case; a spooled batch's replay too)."""
+
+
+def _resolve_all(tickets: Sequence[Ticket], outcome: Outcome) -> None:
+    """Answer each export with ``outcome`` combined with its pieces' (:meth:`Ticket.resolve`)."""
+    for ticket in tickets:
+        ticket.resolve(outcome)
 
 
 def _resolve(tickets: Sequence[Ticket], outcome: Outcome) -> None:

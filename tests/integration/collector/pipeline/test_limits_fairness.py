@@ -15,34 +15,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 import pytest
+from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project
 
-from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.pipeline import Outcome, Pipeline, QueueFull
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import Store
-
-BASE = 1_700_000_000_000_000_000
-MS = 1_000_000
-
-
-def export(project: str, number: int, spans: int = 10) -> list[SpanRow]:
-    trace_id = f"{project}:{number}".encode().ljust(16, b".")
-    return [
-        SpanRow(
-            trace_id,
-            (i + 1).to_bytes(8, "big"),
-            bytes(8) if i == 0 else (1).to_bytes(8, "big"),
-            "api",
-            f"step {i}",
-            "internal",
-            "app",
-            BASE + number * 1000 * MS + i * MS,
-            MS,
-            project=project,
-        )
-        for i in range(spans)
-    ]
 
 
 def test_a_flooding_project_does_not_starve_another(make_settings: Callable[..., Settings]) -> None:
@@ -80,7 +58,7 @@ def test_a_flooding_project_does_not_starve_another(make_settings: Callable[...,
     # Inserts: the flood's turn (300 of 1,200 spans: a quarter while "quiet" waits); "quiet" with
     # two flood exports riding along (10 + 100 + 100 ≤ 1,200 // 4 = 300); the rest of the flood.
     assert done == [f"flood {n}" for n in range(3)] + ["quiet"] + [f"flood {n}" for n in range(3, 10)]
-    assert _stored_spans(store) == {"flood": 1_000, "quiet": 10}
+    assert stored_spans_by_project(store) == {"flood": 1_000, "quiet": 10}
     store.close()
 
 
@@ -108,11 +86,11 @@ def test_a_large_export_is_written_in_pieces_around_another_projects(
         pipeline.stop()
     assert outcomes == [Outcome.STORED, Outcome.STORED]
     assert done == ["quiet", "big"]
-    assert _stored_spans(store) == {"big": 1_000, "quiet": 10}
+    assert stored_spans_by_project(store) == {"big": 1_000, "quiet": 10}
     # The trace's row was built once, with its last piece, from the export's spans in memory:
     # nothing was read back (piece by piece it would have read 300 + 600 + 900 spans).
     assert ingestor.spans_read_back == 0
-    assert _span_counts(store) == {"big": 1_000, "quiet": 10}
+    assert row_spans_by_project(store) == {"big": 1_000, "quiet": 10}
     store.close()
 
 
@@ -140,24 +118,3 @@ def test_traces_cut_between_pieces_get_their_whole_rows(make_settings: Callable[
     assert [int(row["span_count"]) for row in rows] == [400, 400, 400]
     assert ingestor.spans_read_back == 0
     store.close()
-
-
-def _stored_spans(store: Store) -> dict[str, int]:
-    """Each project's stored spans."""
-    return {
-        row["project"]: int(row["spans"])
-        for row in store.query(
-            f"SELECT project, count() AS spans FROM {store.database}.spans FINAL GROUP BY project"
-        )
-    }
-
-
-def _span_counts(store: Store) -> dict[str, int]:
-    """Each project's request rows' span counts, summed (one row per trace here)."""
-    return {
-        row["project"]: int(row["spans"])
-        for row in store.query(
-            f"SELECT project, sum(span_count) AS spans FROM {store.database}.requests FINAL "
-            "WHERE is_deleted = 0 GROUP BY project"
-        )
-    }

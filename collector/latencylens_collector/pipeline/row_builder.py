@@ -1,0 +1,78 @@
+"""Request rows of a large insert, built beside the writer rather than in it.
+
+After each insert the writer builds the request rows of the traces it touched. For most batches
+that takes milliseconds; for one trace of thousands of spans (an agent's long run, or a hostile
+8,000-span chain in which every span is a model call) it is close to a second of Python, and
+every other project's export arriving meanwhile waited for it behind the single writer: on a
+2-core machine that was the tail of normal traffic's export latency beside such senders.
+
+So rows built from more than :data:`LARGE_ROWS` spans are handed to this one thread. The writer
+goes on with the next project's turn (it shares the GIL with this thread instead of waiting for
+it), and the exports of that insert are answered only once their rows are written, as before.
+At most one build runs and one waits: a writer with a third to hand waits, so the rows never
+fall far behind the spans. A build that fails loses no span (they are stored): it is logged,
+the exports are answered as stored, and the reconciler rebuilds the rows once the traces settle.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Final
+
+from opentelemetry import context as otel_context
+
+from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
+
+_log = logging.getLogger(__name__)
+
+LARGE_ROWS: Final = 2_000
+"""Spans of one insert's rows above which they are built here (about 0.1 s of Python)."""
+
+
+class RowBuilder:
+    """One thread writing the rows of large inserts, in the order they were handed over."""
+
+    def __init__(self, ingestor: Ingestor, charge: Callable[[RowsToWrite, float], None]) -> None:
+        self.ingestor = ingestor
+        self._charge = charge
+        """Called with each build's CPU time in this thread, for the projects' CPU shares."""
+        self._jobs: queue.Queue[tuple[RowsToWrite, Future[int]] | None] = queue.Queue(maxsize=1)
+        """Builds handed over; None ends the thread."""
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="latencylens-rows", daemon=True)
+        self._thread.start()
+
+    def submit(self, todo: RowsToWrite) -> Future[int]:
+        """The rows' future (how many were written); waits while a build runs and another waits."""
+        future: Future[int] = Future()
+        self._jobs.put((todo, future))
+        return future
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Build what was handed over, then end the thread."""
+        if self._thread is None:
+            return
+        self._jobs.put(None)
+        self._thread.join(timeout_s)
+        self._thread = None
+
+    def _run(self) -> None:
+        # The collector's own ClickHouse calls must never be traced (and exported back to itself).
+        otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+        while (job := self._jobs.get()) is not None:
+            todo, future = job
+            started = time.thread_time()
+            try:
+                future.set_result(self.ingestor.write_rows(todo))
+            except Exception as exc:  # the spans are stored: the reconciler rebuilds these rows
+                _log.error("writing the request rows of %d spans failed: %s", todo.spans, exc, exc_info=exc)
+                future.set_exception(exc)
+            finally:
+                self._charge(todo, time.thread_time() - started)

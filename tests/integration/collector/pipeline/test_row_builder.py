@@ -1,0 +1,133 @@
+"""Issue 15, item 2: rows of a large insert are built beside the writer, not in it.
+
+Building the request rows of a trace of thousands of spans takes the writer close to a second;
+another project's export arriving meanwhile used to wait for it. Now the writer hands such rows to
+the row builder (:mod:`latencylens_collector.pipeline.row_builder`) and goes on; the large export
+is answered only once its rows are written, as before.
+
+The real pipeline (queue, writer thread, row builder thread) and the real ingestor on the
+session's chdb. To make "meanwhile" deterministic, the ingestor's large row builds wait for the
+test's go-ahead (:class:`HeldRows`); everything else is the real path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project
+
+from latencylens_collector.pipeline import Outcome, Pipeline
+from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
+from latencylens_collector.pipeline.row_builder import LARGE_ROWS
+from latencylens_collector.settings import Settings
+from latencylens_collector.storage.store import StorageError, Store
+
+WAIT_S = 60.0
+
+
+class HeldRows(Ingestor):
+    """The real ingestor; a build of more than LARGE_ROWS spans waits for :attr:`go` (or fails
+    with ``fail``), after saying it started (:attr:`building`)."""
+
+    def __init__(self, store: Store, fail: bool = False) -> None:
+        super().__init__(store)
+        self.go, self.building, self.fail = threading.Event(), threading.Event(), fail
+
+    def write_rows(self, todo: RowsToWrite) -> int:
+        if todo.spans > LARGE_ROWS:
+            self.building.set()
+            assert self.go.wait(WAIT_S)
+            if self.fail:
+                raise StorageError("refused for the test")
+        return super().write_rows(todo)
+
+
+@pytest.fixture
+def held(make_settings: Callable[..., Settings]) -> tuple[Store, Settings]:
+    settings = make_settings(flush_interval_ms=20)
+    store = Store(settings)
+    store.migrate()
+    return store, settings
+
+
+def test_another_projects_export_is_written_while_a_large_inserts_rows_are_built(
+    held: tuple[Store, Settings],
+) -> None:
+    store, settings = held
+    ingestor = HeldRows(store)
+    pipeline = Pipeline(settings, ingestor)
+    pipeline.start()
+    try:
+        big = pipeline.submit(export("big", 0, 3_000))  # one trace: rows from 3,000 spans
+        assert ingestor.building.wait(WAIT_S)
+        quiet = pipeline.submit(export("quiet", 0))
+        assert quiet.result(timeout=WAIT_S) is Outcome.STORED
+        assert not big.done()  # its spans are stored, its row is not written yet
+        assert stored_spans_by_project(store) == {"big": 3_000, "quiet": 10}
+        assert row_spans_by_project(store) == {"quiet": 10}
+        ingestor.go.set()
+        assert big.result(timeout=WAIT_S) is Outcome.STORED
+    finally:
+        ingestor.go.set()
+        pipeline.stop()
+    assert row_spans_by_project(store) == {"big": 3_000, "quiet": 10}
+    store.close()
+
+
+def test_an_export_waits_for_a_piece_whose_rows_are_still_being_built(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Trace A (2,100 spans) then trace B (1,000) in one export, batches of 4,800 spans, written
+    in 1,200-span pieces (4,800 // 4) while another project waits: the first piece holds A's
+    first 1,200 spans (no row yet: A continues); the second ends A, whose row is built from
+    1,200 + 900 = 2,100 spans (> LARGE_ROWS: by the row builder, held here) and starts B; the
+    export's last part ends B (300 + 700 spans, built by the writer). The export is answered only
+    after the held piece's rows, although its last part was written before them."""
+    settings = make_settings(max_batch_spans=4_800, flush_interval_ms=60_000)
+    store = Store(settings)
+    store.migrate()
+    ingestor = HeldRows(store)
+    pipeline = Pipeline(settings, ingestor)
+    pipeline.start()
+    try:
+        with pipeline.decoding():  # the writer lingers until both are queued
+            big = pipeline.submit([*export("big", 1, 2_100), *export("big", 2, 1_000)])
+            quiet = pipeline.submit(export("quiet", 0))
+        assert quiet.result(timeout=WAIT_S) is Outcome.STORED
+        assert ingestor.building.wait(WAIT_S)
+        deadline = time.monotonic() + WAIT_S  # the writer goes on: the export's last part and B's row
+        while row_spans_by_project(store).get("big") != 1_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stored_spans_by_project(store)["big"] == 3_100
+        assert row_spans_by_project(store) == {"big": 1_000, "quiet": 10}  # B's row; A's is being built
+        assert not big.done()
+        ingestor.go.set()
+        assert big.result(timeout=WAIT_S) is Outcome.STORED
+    finally:
+        ingestor.go.set()
+        pipeline.stop()
+    assert row_spans_by_project(store) == {"big": 3_100, "quiet": 10}
+    store.close()
+
+
+def test_rows_that_fail_to_build_lose_no_span(held: tuple[Store, Settings]) -> None:
+    """The spans are stored before the rows are built: a failed build is answered as stored (the
+    reconciler rebuilds the row once the trace settles) and the writer goes on."""
+    store, settings = held
+    ingestor = HeldRows(store, fail=True)
+    ingestor.go.set()
+    pipeline = Pipeline(settings, ingestor)
+    pipeline.start()
+    try:
+        big = pipeline.submit(export("big", 0, 3_000))
+        assert big.result(timeout=WAIT_S) is Outcome.STORED
+        after = pipeline.submit(export("after", 0))
+        assert after.result(timeout=WAIT_S) is Outcome.STORED
+    finally:
+        pipeline.stop()
+    assert stored_spans_by_project(store) == {"big": 3_000, "after": 10}
+    assert row_spans_by_project(store) == {"after": 10}
+    store.close()
