@@ -340,6 +340,8 @@ class Phase:
     """Mean 1-minute load average of the machine over the window."""
     generator_cpu_s: float
     collector_cpu_s: float
+    gc_pauses: tuple[int, int, float] = (0, 0, 0.0)
+    """The collector's garbage collections: how many, how many held it 50 ms or more, seconds in all."""
 
 
 @dataclass
@@ -474,6 +476,7 @@ def _phase(
         for thread in threads:
             thread.join(150)
         peak = collector.peak_rss_bytes() / MIB
+        gc_pauses = _gc_pauses(httpx.get(f"{collector.url}/metrics", timeout=30).text)
         spooled = int(httpx.get(f"{collector.url}/readyz", timeout=30).json().get("spool_pending_spans", 0))
     finally:
         stop.set()
@@ -496,7 +499,25 @@ def _phase(
         sum(loads) / len(loads) if loads else float("nan"),
         generator_cpu,
         collector_cpu,
+        gc_pauses,
     )
+
+
+def _gc_pauses(exposition: str) -> tuple[int, int, float]:
+    """Collections, those of 50 ms or more, and their seconds, from ``latencylens_gc_pause_seconds``."""
+    count = under = 0.0
+    seconds = 0.0
+    for line in exposition.splitlines():
+        if not line.startswith("latencylens_gc_pause_seconds"):
+            continue
+        value = float(line.rsplit(" ", 1)[1])
+        if line.startswith("latencylens_gc_pause_seconds_count"):
+            count += value
+        elif line.startswith("latencylens_gc_pause_seconds_sum"):
+            seconds += value
+        elif 'le="0.05"' in line:
+            under += value
+    return int(count), int(count - under), seconds
 
 
 def _stored(directory: Any) -> dict[int, int]:
@@ -595,6 +616,14 @@ def run(report: Any) -> None:
             f"{'met' if phase.peak_rss_mib <= RSS_BOUND_MIB else 'NOT met'}",
         )
     report.add("slowest /healthz while hostile", hostile.healthz_max_ms, "ms", "asked every 0.5 s")
+    for phase in (clean, hostile):
+        collections, long_ones, paused_s = phase.gc_pauses
+        report.add(
+            f"garbage collections of 50 ms or more, {phase.name}",
+            long_ones,
+            "",
+            f"of {collections:,} collections in the phase, {paused_s * 1000:,.0f} ms paused in all",
+        )
     report.add(
         "slow connections ended by the server",
         hostile.slow_closed,
