@@ -6,7 +6,10 @@ that takes milliseconds; for one trace of thousands of spans (an agent's long ru
 every other project's export arriving meanwhile waited for it behind the single writer: on a
 2-core machine that was the tail of normal traffic's export latency beside such senders.
 
-So rows built from more than :data:`LARGE_ROWS` spans are handed to this one thread. The writer
+So rows built from more spans than one turn may write while other projects send (a quarter of a
+batch, :data:`~.queue.TURN_SHARE`) are handed to this one thread: the rows of a large trace's last
+piece, joined with its earlier pieces, or a project's whole batch while it sends alone; a turn's
+own rows stay with the writer, so another project's rows never queue behind them here. The writer
 goes on with the next project's turn (it shares the GIL with this thread instead of waiting for
 it), and the exports of that insert are answered only once their rows are written, as before.
 At most one build runs and one waits: a writer with a third to hand waits, so the rows never
@@ -22,16 +25,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Final
 
 from opentelemetry import context as otel_context
 
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
 
 _log = logging.getLogger(__name__)
-
-LARGE_ROWS: Final = 2_000
-"""Spans of one insert's rows above which they are built here (about 0.1 s of Python)."""
 
 
 class RowBuilder:

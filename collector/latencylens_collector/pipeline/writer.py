@@ -32,10 +32,10 @@ from opentelemetry import context as otel_context
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.pipeline.cpu_shares import CpuShares
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
-from latencylens_collector.pipeline.queue import BoundedQueue, Outcome, Ticket, WriteFailed
+from latencylens_collector.pipeline.queue import TURN_SHARE, BoundedQueue, Outcome, Ticket, WriteFailed
 from latencylens_collector.pipeline.refusals import UNREACHABLE, Refusal, Triage, classify
 from latencylens_collector.pipeline.replay import settle
-from latencylens_collector.pipeline.row_builder import LARGE_ROWS, RowBuilder
+from latencylens_collector.pipeline.row_builder import RowBuilder
 from latencylens_collector.pipeline.spool import FAILED_DIR, Spool, SpooledBatch, SpoolFull
 from latencylens_collector.runtime import metrics
 from latencylens_collector.storage.store import StorageUnavailable
@@ -97,6 +97,8 @@ class Writer:
         self._backoff_s = 0.0
         self._refusal = ""
         self._replaying: tuple[SpooledBatch, Triage] | None = None
+        self.large_rows = max(1, self.max_batch_spans // TURN_SHARE)
+        """Rows built from more spans than a turn's (:mod:`.row_builder`) are built aside."""
         self._rows = RowBuilder(ingestor, self._charge_rows)
         """Builds the rows of large inserts while the writer goes on (:mod:`.row_builder`)."""
 
@@ -270,7 +272,7 @@ class Writer:
         self, spans: Sequence[SpanRow], batch_id: str, pieces: _Pieces | None = None, aside: bool = False
     ) -> Future[int] | None:
         """Insert the spans, then write their rows, or with ``aside`` hand rows of more than
-        :data:`~.row_builder.LARGE_ROWS` spans to :mod:`.row_builder` and return their future."""
+        :attr:`large_rows` spans to :mod:`.row_builder` and return their future."""
         started = time.perf_counter()
         pieces = pieces or _NO_PIECES
         todo = self.ingestor.insert(
@@ -279,7 +281,7 @@ class Writer:
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
         self._storage_retry_at, self._refusal = 0.0, ""
         metrics.BATCH_SPANS.observe(len(spans))
-        if aside and todo.spans > LARGE_ROWS:
+        if aside and todo.spans > self.large_rows:
             rows = self._rows.submit(todo)
             rows.add_done_callback(lambda _: metrics.INSERT_DURATION.observe(time.perf_counter() - started))
             return rows

@@ -21,15 +21,17 @@ from pipeline_helpers import export, row_spans_by_project, stored_spans_by_proje
 
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
-from latencylens_collector.pipeline.row_builder import LARGE_ROWS
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import StorageError, Store
 
 WAIT_S = 60.0
+HELD_ROWS = 1_500
+"""Builds from more spans than this wait for the test (the writer hands aside builds from more
+than a quarter of a batch: 2,500 spans by default, 1,200 with batches of 4,800)."""
 
 
 class HeldRows(Ingestor):
-    """The real ingestor; a build of more than LARGE_ROWS spans waits for :attr:`go` (or fails
+    """The real ingestor; a build of more than HELD_ROWS spans waits for :attr:`go` (or fails
     with ``fail``), after saying it started (:attr:`building`)."""
 
     def __init__(self, store: Store, fail: bool = False) -> None:
@@ -37,7 +39,7 @@ class HeldRows(Ingestor):
         self.go, self.building, self.fail = threading.Event(), threading.Event(), fail
 
     def write_rows(self, todo: RowsToWrite) -> int:
-        if todo.spans > LARGE_ROWS:
+        if todo.spans > HELD_ROWS:
             self.building.set()
             assert self.go.wait(WAIT_S)
             if self.fail:
@@ -83,7 +85,7 @@ def test_an_export_waits_for_a_piece_whose_rows_are_still_being_built(
     """Trace A (2,100 spans) then trace B (1,000) in one export, batches of 4,800 spans, written
     in 1,200-span pieces (4,800 // 4) while another project waits: the first piece holds A's
     first 1,200 spans (no row yet: A continues); the second ends A, whose row is built from
-    1,200 + 900 = 2,100 spans (> LARGE_ROWS: by the row builder, held here) and starts B; the
+    1,200 + 900 = 2,100 spans (more than a 1,200-span turn: by the row builder, held here) and starts B; the
     export's last part ends B (300 + 700 spans, built by the writer). The export is answered only
     after the held piece's rows, although its last part was written before them."""
     settings = make_settings(max_batch_spans=4_800, flush_interval_ms=60_000)
