@@ -260,4 +260,5 @@ __all__ = [
     "request_cost_usd",
     "usd",
     "use_prices",
+    "warm_prices",
 ]

@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from latencylens_collector import __version__, ui
-from latencylens_collector.analysis.costs import use_prices
+from latencylens_collector.analysis.costs import use_prices, warm_prices
 from latencylens_collector.api import docs
 from latencylens_collector.api.deps import app_key_store
 from latencylens_collector.api.errors import add_error_handlers
@@ -67,6 +67,7 @@ def create_app(
             _log.warning("migrations not applied at start-up: %s", exc)
         await run_in_threadpool(start_intake, app)
         app.state.slo = await run_in_threadpool(start_slo_service, settings, the_store, clock)
+        await run_in_threadpool(warm_prices)  # now, not in the first export's write
         await run_in_threadpool(heap.settle)
         yield
         heap.release()

@@ -21,7 +21,6 @@ import sys
 import time
 from typing import Any, Final
 
-from latencylens_collector.analysis.costs import warm_prices
 from latencylens_collector.runtime import metrics
 
 _log = logging.getLogger(__name__)
@@ -42,8 +41,8 @@ _started: list[float] = []
 
 
 def settle() -> None:
-    """Load what the first export would load (price data), then freeze every object there is and
-    raise the young-generation threshold. Call once the service has started."""
+    """Freeze every object there is and raise the young-generation threshold. Call once the
+    service has started and loaded what its first export would (the price data)."""
     young, *older = gc.get_threshold()
     if 0 < young < YOUNG_THRESHOLD:
         gc.set_threshold(YOUNG_THRESHOLD, *older)
@@ -52,7 +51,6 @@ def settle() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     if _time_pause not in gc.callbacks:
         gc.callbacks.append(_time_pause)
-    warm_prices()
     # No collection first: it would cost what a full collection costs, at every start (tests
     # start hundreds of services); what garbage start-up left is small and freed at release.
     gc.freeze()

@@ -28,7 +28,7 @@ def _pauses(generation: str) -> float:
 
 
 def test_settle_freezes_what_start_up_left_and_release_hands_it_back(settled: None) -> None:
-    assert gc.get_freeze_count() > 10_000  # modules, classes, price data: all loaded by now
+    assert gc.get_freeze_count() > 10_000  # modules, classes: all loaded by now
     assert sys.getswitchinterval() == heap.SWITCH_INTERVAL_S
     assert gc.get_threshold()[0] >= heap.YOUNG_THRESHOLD
     heap.release()
