@@ -25,6 +25,8 @@ import h11
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from latencylens_collector.runtime import metrics
+
 _log = logging.getLogger(__name__)
 
 OVER_CAPACITY: Final = (
@@ -55,6 +57,7 @@ class GuardedH11Protocol(H11Protocol):
             _log.warning(
                 "refusing a connection: %d open (limit %d)", len(self.connections) - 1, self.max_connections
             )
+            metrics.CONNECTIONS_REFUSED.labels(protocol="http").inc()
             transport.write(OVER_CAPACITY)
             transport.close()
             return

@@ -32,6 +32,8 @@ import h2.exceptions
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 
+from latencylens_collector.runtime import metrics
+
 _log = logging.getLogger(__name__)
 
 BACKLOG: Final = 1024
@@ -132,6 +134,7 @@ class _Connection(asyncio.Protocol):
             _log.warning(
                 "refusing an OTLP/gRPC connection: %d open (limit %d)", len(cap.admitted), cap.max_connections
             )
+            metrics.CONNECTIONS_REFUSED.labels(protocol="grpc").inc()
             if cap.refusing >= MAX_REFUSING:
                 transport.abort()
                 return

@@ -99,6 +99,13 @@ INSERT_DURATION = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
     registry=REGISTRY,
 )
+CONNECTIONS_REFUSED = Counter(
+    "latencylens_connections_refused",
+    "Connections refused at once because max_connections were open (HTTP: 503 and close; "
+    "gRPC: UNAVAILABLE and close), by protocol.",
+    ["protocol"],
+    registry=REGISTRY,
+)
 GC_PAUSE = Histogram(
     "latencylens_gc_pause_seconds",
     "How long each of CPython's garbage collections held the process (every thread waits for it), "

@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from otlp_builders import chat_trace, export_request, recent_base_ns
-from pipeline_helpers import grpc_target
+from pipeline_helpers import grpc_target, metric
 
 from latencylens_collector.intake.grpc import MAX_WORKERS, server_options
 from latencylens_collector.settings import Settings
@@ -86,11 +86,14 @@ def test_connections_beyond_the_limit_are_refused_and_served_again_once_closed(
     wait_for(lambda: server.open_connections == 0, "the export's connection was never released")
     held = [half_open(target) for _ in range(3)]
     wait_for(lambda: server.open_connections == 3, "the half-open connections were not all admitted")
+    refused_before = metric("latencylens_connections_refused_total", protocol="grpc")
     code, details = export_with_details(target)
     assert code == grpc.StatusCode.UNAVAILABLE, details  # a fourth connection is refused
     assert "at most 3 OTLP/gRPC connections" in details and "retry later" in details
     assert export(target) == grpc.StatusCode.UNAVAILABLE  # and again: the count holds
     assert server.open_connections == 3
+    # Each refused export is at least one refused connection (a channel may try again before failing).
+    assert metric("latencylens_connections_refused_total", protocol="grpc") - refused_before >= 2
     for connection in held:
         connection.close()
     deadline = time.monotonic() + WAIT_S

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from pipeline_helpers import metric
 
 from latencylens_collector.runtime.logs import RepeatFilter
 
@@ -133,11 +134,13 @@ def test_headers_trickled_byte_by_byte_are_cut_at_the_deadline(start_collector: 
 
 def test_connections_beyond_the_limit_are_refused_at_once(start_collector: Callable) -> None:
     lens = start_collector(max_connections=50, header_timeout_s=120)
+    refused_before = metric("latencylens_connections_refused_total", protocol="http")
     with _connections(lens.url, 80) as sockets:
         answers = _answers(sockets, wait_s=3.0)
     refused = [answer for answer in answers if answer is not None]
     # 50 stay open (waiting for headers); the other 30 get a 503 and are closed: bounded descriptors.
     assert len(refused) == 30
+    assert metric("latencylens_connections_refused_total", protocol="http") - refused_before == 30
     assert all(answer.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in answer for answer in refused)
     assert _healthz(lens.url) == 200  # once those clients are gone
 
