@@ -65,7 +65,8 @@ class Ingestor:
         self.spans_read_back = 0
         """Spans read back from storage so far: the work this path spends on traces in pieces."""
         self._lock = threading.Lock()
-        """One batch at a time per process (chdb is one engine; a server gains little from more)."""
+        """One insert at a time per process (chdb is one engine; a server gains little from more).
+        Rows are written outside it: their versions order them (:meth:`write_rows`)."""
 
     def ingest(
         self,

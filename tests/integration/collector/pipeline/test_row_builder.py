@@ -13,11 +13,11 @@ test's go-ahead (:class:`HeldRows`); everything else is the real path.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
-from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project
+from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project, wait_until
 
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
@@ -47,6 +47,18 @@ class HeldRows(Ingestor):
         return super().write_rows(todo)
 
 
+@contextmanager
+def running(settings: Settings, ingestor: HeldRows) -> Iterator[Pipeline]:
+    """A started pipeline writing through ``ingestor``; its held builds are let go at the end."""
+    pipeline = Pipeline(settings, ingestor)
+    pipeline.start()
+    try:
+        yield pipeline
+    finally:
+        ingestor.go.set()
+        pipeline.stop()
+
+
 @pytest.fixture
 def held(make_settings: Callable[..., Settings]) -> tuple[Store, Settings]:
     settings = make_settings(flush_interval_ms=20)
@@ -60,9 +72,7 @@ def test_another_projects_export_is_written_while_a_large_inserts_rows_are_built
 ) -> None:
     store, settings = held
     ingestor = HeldRows(store)
-    pipeline = Pipeline(settings, ingestor)
-    pipeline.start()
-    try:
+    with running(settings, ingestor) as pipeline:
         big = pipeline.submit(export("big", 0, 3_000))  # one trace: rows from 3,000 spans
         assert ingestor.building.wait(WAIT_S)
         quiet = pipeline.submit(export("quiet", 0))
@@ -72,9 +82,6 @@ def test_another_projects_export_is_written_while_a_large_inserts_rows_are_built
         assert row_spans_by_project(store) == {"quiet": 10}
         ingestor.go.set()
         assert big.result(timeout=WAIT_S) is Outcome.STORED
-    finally:
-        ingestor.go.set()
-        pipeline.stop()
     assert row_spans_by_project(store) == {"big": 3_000, "quiet": 10}
     store.close()
 
@@ -92,25 +99,19 @@ def test_an_export_waits_for_a_piece_whose_rows_are_still_being_built(
     store = Store(settings)
     store.migrate()
     ingestor = HeldRows(store)
-    pipeline = Pipeline(settings, ingestor)
-    pipeline.start()
-    try:
+    with running(settings, ingestor) as pipeline:
         with pipeline.decoding():  # the writer lingers until both are queued
             big = pipeline.submit([*export("big", 1, 2_100), *export("big", 2, 1_000)])
             quiet = pipeline.submit(export("quiet", 0))
         assert quiet.result(timeout=WAIT_S) is Outcome.STORED
         assert ingestor.building.wait(WAIT_S)
-        deadline = time.monotonic() + WAIT_S  # the writer goes on: the export's last part and B's row
-        while row_spans_by_project(store).get("big") != 1_000 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # The writer goes on: the export's last part and B's row.
+        wait_until(lambda: row_spans_by_project(store).get("big") == 1_000, WAIT_S, "B's row")
         assert stored_spans_by_project(store)["big"] == 3_100
         assert row_spans_by_project(store) == {"big": 1_000, "quiet": 10}  # B's row; A's is being built
         assert not big.done()
         ingestor.go.set()
         assert big.result(timeout=WAIT_S) is Outcome.STORED
-    finally:
-        ingestor.go.set()
-        pipeline.stop()
     assert row_spans_by_project(store) == {"big": 3_100, "quiet": 10}
     store.close()
 
@@ -121,15 +122,11 @@ def test_rows_that_fail_to_build_lose_no_span(held: tuple[Store, Settings]) -> N
     store, settings = held
     ingestor = HeldRows(store, fail=True)
     ingestor.go.set()
-    pipeline = Pipeline(settings, ingestor)
-    pipeline.start()
-    try:
+    with running(settings, ingestor) as pipeline:
         big = pipeline.submit(export("big", 0, 3_000))
         assert big.result(timeout=WAIT_S) is Outcome.STORED
         after = pipeline.submit(export("after", 0))
         assert after.result(timeout=WAIT_S) is Outcome.STORED
-    finally:
-        pipeline.stop()
     assert stored_spans_by_project(store) == {"big": 3_000, "after": 10}
     assert row_spans_by_project(store) == {"after": 10}
     store.close()
