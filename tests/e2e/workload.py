@@ -59,15 +59,9 @@ def known_sleeps(provider_url: str) -> dict[str, object]:
         )
 
     # The openai client imports its resources lazily on first use (~25 ms): warm it outside the
-    # measured request. A second, bare call measures what the transport itself costs here (HTTP
-    # handling on both ends, SSE parsing): that is the "network" the request should show.
-    for _attempt in range(2):
-        began = time.perf_counter()
-        for _chunk in client.chat.completions.create(model="sim", messages=[], stream=True):
-            pass
-        measured["bare_call_s"] = time.perf_counter() - began
-        if _attempt == 0:
-            measured.clear()
+    # measured request.
+    for _chunk in client.chat.completions.create(model="sim", messages=[], stream=True):
+        pass
 
     @latencylens.request(name="known-sleeps")
     def handle() -> str:
