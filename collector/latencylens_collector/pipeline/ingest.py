@@ -48,6 +48,19 @@ class RowsToWrite:
     spans: int
     """Spans the rows are built from: the work :meth:`Ingestor.write_rows` has to do."""
 
+    def split(self, most_spans: int) -> tuple[RowsToWrite, RowsToWrite]:
+        """(the projects whose rows are built from at most ``most_spans`` spans, the others): a
+        light project's rows need not wait for a heavy one's in the same insert."""
+        light: dict[str, dict[bytes, list[SpanRow]]] = {}
+        heavy: dict[str, dict[bytes, list[SpanRow]]] = {}
+        counts = {0: 0, 1: 0}
+        for project, traces in self.traces.items():
+            spans = sum(len(trace) for trace in traces.values())
+            is_heavy = spans > most_spans
+            (heavy if is_heavy else light)[project] = traces
+            counts[is_heavy] += spans
+        return RowsToWrite(light, counts[0]), RowsToWrite(heavy, counts[1])
+
 
 class Ingestor:
     """Stores span batches and recomputes the request rows of the traces they touch.

@@ -11,7 +11,10 @@ batch, :data:`~.queue.TURN_SHARE`) are handed to this one thread: the rows of a 
 piece, joined with its earlier pieces, or a project's whole batch while it sends alone; a turn's
 own rows stay with the writer, so another project's rows never queue behind them here. The writer
 goes on with the next project's turn (it shares the GIL with this thread instead of waiting for
-it), and the exports of that insert are answered only once their rows are written, as before.
+it). Only the projects whose rows are that large wait for this thread: their exports are answered
+once their rows are written; another project's export that rode in the same insert has its rows
+written by the writer and is answered at once (the soak's tail was a normal export riding with
+a chain's last piece and waiting ~2 s for the chain's row).
 At most one build runs and one waits: a writer with a third to hand waits, so the rows never
 fall far behind the spans. A build that fails loses no span (they are stored): it is logged,
 the exports are answered as stored, and the reconciler rebuilds the rows once the traces settle.

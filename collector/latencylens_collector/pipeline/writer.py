@@ -24,7 +24,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Final
 
@@ -188,7 +187,7 @@ class Writer:
         # From here a receiver can no longer cancel; a cancelled one (client gone) is written anyway.
         tickets = [ticket for ticket in tickets if ticket.future.set_running_or_notify_cancel()]
         try:
-            outcome, rows = self._store_or_spool(spans, pieces)
+            outcome, later = self._store_or_spool(spans, pieces)
         except Exception as exc:
             if not isinstance(exc, WriteFailed):
                 _log.exception("unexpected error while writing a batch")
@@ -196,19 +195,23 @@ class Writer:
             for ticket in tickets:
                 ticket.future.set_exception(failure)
             return
-        if rows is None:
+        if later is None:
             _resolve_all(tickets, outcome)
-        else:  # answered once the rows are written too (a failure there loses no span: logged)
-            rows.add_done_callback(lambda _: _resolve_all(tickets, outcome))
+            return
+        # The projects whose rows were written are answered now; the others once their rows are
+        # built aside (a failure there loses no span: it is logged).
+        _resolve_all([ticket for ticket in tickets if ticket.project not in later.traces], outcome)
+        waiting = [ticket for ticket in tickets if ticket.project in later.traces]
+        self._rows.submit(later).add_done_callback(lambda _: _resolve_all(waiting, outcome))
 
-    def _store_or_spool(self, spans: list[SpanRow], pieces: _Pieces) -> tuple[Outcome, Future[int] | None]:
-        """Where the batch went, and the future of its rows while :mod:`.row_builder` builds them."""
+    def _store_or_spool(self, spans: list[SpanRow], pieces: _Pieces) -> tuple[Outcome, RowsToWrite | None]:
+        """Where the batch went, and the rows left for :mod:`.row_builder` to build."""
         batch_id = uuid.uuid4().hex
         if self._monotonic() >= self._storage_retry_at:
             try:
-                rows = self._write(spans, batch_id, pieces, aside=True)
+                later = self._write(spans, batch_id, pieces, aside=True)
                 metrics.SPANS_WRITTEN.labels(source="direct").inc(len(spans))
-                return Outcome.STORED, rows
+                return Outcome.STORED, later
             except Exception as exc:  # any failure: the batch must still land somewhere durable
                 self._note_failure(exc)
         # Answers name no ClickHouse text nor paths (they may hold addresses or data): the log has them.
@@ -271,9 +274,9 @@ class Writer:
 
     def _write(
         self, spans: Sequence[SpanRow], batch_id: str, pieces: _Pieces | None = None, aside: bool = False
-    ) -> Future[int] | None:
-        """Insert the spans, then write their rows, or with ``aside`` hand rows of more than
-        :attr:`large_rows` spans to :mod:`.row_builder` and return their future."""
+    ) -> RowsToWrite | None:
+        """Insert the spans and write their rows; with ``aside``, return unwritten the rows of
+        each project built from more than :attr:`large_rows` spans, for :mod:`.row_builder`."""
         started = time.perf_counter()
         pieces = pieces or _NO_PIECES
         todo = self.ingestor.insert(
@@ -282,13 +285,13 @@ class Writer:
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
         self._storage_retry_at, self._refusal = 0.0, ""
         metrics.BATCH_SPANS.observe(len(spans))
+        later = None
         if aside and todo.spans > self.large_rows:
-            rows = self._rows.submit(todo)
-            rows.add_done_callback(lambda _: metrics.INSERT_DURATION.observe(time.perf_counter() - started))
-            return rows
-        self.ingestor.write_rows(todo)
+            todo, later = todo.split(self.large_rows)
+        if todo.traces:
+            self.ingestor.write_rows(todo)
         metrics.INSERT_DURATION.observe(time.perf_counter() - started)
-        return None
+        return later if later is not None and later.traces else None
 
     def _write_now(self, spans: Sequence[SpanRow], batch_id: str) -> None:
         """Insert the spans and write their rows (a spooled batch's replay)."""

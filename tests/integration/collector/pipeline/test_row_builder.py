@@ -13,12 +13,14 @@ test's go-ahead (:class:`HeldRows`); everything else is the real path.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project, wait_until
 
+from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
 from latencylens_collector.settings import Settings
@@ -37,6 +39,13 @@ class HeldRows(Ingestor):
     def __init__(self, store: Store, fail: bool = False) -> None:
         super().__init__(store)
         self.go, self.building, self.fail = threading.Event(), threading.Event(), fail
+
+        self.inserts: list[set[str]] = []
+        """The projects of each insert, in order."""
+
+    def insert(self, spans: Sequence[SpanRow], *args: Any, **kwargs: Any) -> RowsToWrite:
+        self.inserts.append({span.project for span in spans})
+        return super().insert(spans, *args, **kwargs)
 
     def write_rows(self, todo: RowsToWrite) -> int:
         if todo.spans > HELD_ROWS:
@@ -113,6 +122,33 @@ def test_an_export_waits_for_a_piece_whose_rows_are_still_being_built(
         ingestor.go.set()
         assert big.result(timeout=WAIT_S) is Outcome.STORED
     assert row_spans_by_project(store) == {"big": 3_100, "quiet": 10}
+    store.close()
+
+
+def test_a_light_export_in_the_same_insert_is_answered_before_a_heavy_projects_rows(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """A 2,000-span trace, batches of 4,800 spans: while another project waits it is written in
+    1,200-span turns (4,800 // 4), so 1,200 spans, then its last 800 with the other project's
+    10-span export riding along (810 ≤ 1,200). That insert's rows: the trace's from 1,200 + 800 =
+    2,000 spans (more than a turn's: built aside, held here) and the light export's from 10. The
+    light export is answered with its own row written, without waiting for the held build."""
+    settings = make_settings(max_batch_spans=4_800, flush_interval_ms=60_000)
+    store = Store(settings)
+    store.migrate()
+    ingestor = HeldRows(store)
+    with running(settings, ingestor) as pipeline:
+        with pipeline.decoding():  # the writer lingers until both are queued
+            big = pipeline.submit(export("big", 1, 2_000))
+            quiet = pipeline.submit(export("quiet", 0))
+        assert ingestor.building.wait(WAIT_S)
+        assert quiet.result(timeout=WAIT_S) is Outcome.STORED
+        assert {"big", "quiet"} in ingestor.inserts  # they did share the insert whose rows are held
+        assert row_spans_by_project(store) == {"quiet": 10}
+        assert not big.done()
+        ingestor.go.set()
+        assert big.result(timeout=WAIT_S) is Outcome.STORED
+    assert row_spans_by_project(store) == {"big": 2_000, "quiet": 10}
     store.close()
 
 

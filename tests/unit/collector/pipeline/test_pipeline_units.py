@@ -6,10 +6,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from pipeline_helpers import export
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.intake.otlp import truncate_utf8
 from latencylens_collector.pipeline import PipelineClosed, QueueFull
+from latencylens_collector.pipeline.ingest import RowsToWrite
 from latencylens_collector.pipeline.queue import BoundedQueue
 from latencylens_collector.pipeline.spool import QUARANTINE_DIR, Spool, SpoolError
 
@@ -114,3 +116,17 @@ def test_truncation_keeps_whole_characters() -> None:
     assert truncate_utf8("short", 10) == "short"
     # "€" is 3 bytes: 10 bytes hold 3 of them (9 bytes); 5 × 3 − 9 = 6 bytes dropped.
     assert truncate_utf8("€" * 5, 10) == "€€€…[truncated 6 bytes]"
+
+
+def test_rows_to_write_split_by_each_projects_spans() -> None:
+    """Heavy: a project whose traces hold more than the limit in all (1,500 + 1,200 = 2,700 >
+    2,500); light: one at the limit or under (2,500; 10). Counts follow (2,510 and 2,700)."""
+    traces = {
+        "chain": {b"a": export("chain", 1, 1_500), b"b": export("chain", 2, 1_200)},
+        "edge": {b"c": export("edge", 1, 2_500)},
+        "normal": {b"d": export("normal", 1)},
+    }
+    light, heavy = RowsToWrite(traces, 5_210).split(2_500)
+    assert (set(light.traces), light.spans) == ({"edge", "normal"}, 2_510)
+    assert (set(heavy.traces), heavy.spans) == ({"chain"}, 2_700)
+    assert heavy.traces["chain"] is traces["chain"]
