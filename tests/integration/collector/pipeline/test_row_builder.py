@@ -76,6 +76,16 @@ def held(make_settings: Callable[..., Settings]) -> tuple[Store, Settings]:
     return store, settings
 
 
+@pytest.fixture
+def in_turns(make_settings: Callable[..., Settings]) -> tuple[Store, Settings]:
+    """Batches of 4,800 spans (turns of 1,200 while another project waits); the writer lingers
+    until the test lets it (``pipeline.decoding()``), so both exports are queued first."""
+    settings = make_settings(max_batch_spans=4_800, flush_interval_ms=60_000)
+    store = Store(settings)
+    store.migrate()
+    return store, settings
+
+
 def test_another_projects_export_is_written_while_a_large_inserts_rows_are_built(
     held: tuple[Store, Settings],
 ) -> None:
@@ -96,7 +106,7 @@ def test_another_projects_export_is_written_while_a_large_inserts_rows_are_built
 
 
 def test_an_export_waits_for_a_piece_whose_rows_are_still_being_built(
-    make_settings: Callable[..., Settings],
+    in_turns: tuple[Store, Settings],
 ) -> None:
     """Trace A (2,100 spans) then trace B (1,000) in one export, batches of 4,800 spans, written
     in 1,200-span pieces (4,800 // 4) while another project waits: the first piece holds A's
@@ -104,9 +114,7 @@ def test_an_export_waits_for_a_piece_whose_rows_are_still_being_built(
     1,200 + 900 = 2,100 spans (more than a 1,200-span turn: by the row builder, held here) and starts B; the
     export's last part ends B (300 + 700 spans, built by the writer). The export is answered only
     after the held piece's rows, although its last part was written before them."""
-    settings = make_settings(max_batch_spans=4_800, flush_interval_ms=60_000)
-    store = Store(settings)
-    store.migrate()
+    store, settings = in_turns
     ingestor = HeldRows(store)
     with running(settings, ingestor) as pipeline:
         with pipeline.decoding():  # the writer lingers until both are queued
@@ -126,16 +134,14 @@ def test_an_export_waits_for_a_piece_whose_rows_are_still_being_built(
 
 
 def test_a_light_export_in_the_same_insert_is_answered_before_a_heavy_projects_rows(
-    make_settings: Callable[..., Settings],
+    in_turns: tuple[Store, Settings],
 ) -> None:
     """A 2,000-span trace, batches of 4,800 spans: while another project waits it is written in
     1,200-span turns (4,800 // 4), so 1,200 spans, then its last 800 with the other project's
     10-span export riding along (810 ≤ 1,200). That insert's rows: the trace's from 1,200 + 800 =
     2,000 spans (more than a turn's: built aside, held here) and the light export's from 10. The
     light export is answered with its own row written, without waiting for the held build."""
-    settings = make_settings(max_batch_spans=4_800, flush_interval_ms=60_000)
-    store = Store(settings)
-    store.migrate()
+    store, settings = in_turns
     ingestor = HeldRows(store)
     with running(settings, ingestor) as pipeline:
         with pipeline.decoding():  # the writer lingers until both are queued
