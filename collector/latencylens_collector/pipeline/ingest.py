@@ -51,15 +51,13 @@ class RowsToWrite:
     def split(self, most_spans: int) -> tuple[RowsToWrite, RowsToWrite]:
         """(the projects whose rows are built from at most ``most_spans`` spans, the others): a
         light project's rows need not wait for a heavy one's in the same insert."""
-        light: dict[str, dict[bytes, list[SpanRow]]] = {}
-        heavy: dict[str, dict[bytes, list[SpanRow]]] = {}
-        counts = {0: 0, 1: 0}
-        for project, traces in self.traces.items():
-            spans = sum(len(trace) for trace in traces.values())
-            is_heavy = spans > most_spans
-            (heavy if is_heavy else light)[project] = traces
-            counts[is_heavy] += spans
-        return RowsToWrite(light, counts[0]), RowsToWrite(heavy, counts[1])
+        sizes = {project: sum(map(len, traces.values())) for project, traces in self.traces.items()}
+        heavy = {project for project, size in sizes.items() if size > most_spans}
+
+        def part(projects: Collection[str]) -> RowsToWrite:
+            return RowsToWrite({p: self.traces[p] for p in projects}, sum(sizes[p] for p in projects))
+
+        return part(sizes.keys() - heavy), part(heavy)
 
 
 class Ingestor:
