@@ -26,21 +26,29 @@ class RunningCollector:
     ready_s: float
     """Seconds from starting ``latencylens serve`` to the first ``/readyz`` 200."""
 
+    # Every figure covers the collector and its child processes (the row-building worker).
     def rss_bytes(self) -> int:
-        return _status_kib(self.process.pid, "VmRSS") * 1024
+        return _status_kib_sum(self.process.pid, "VmRSS") * 1024
 
     def rss_anon_bytes(self) -> int:
         """The anonymous part of the RSS (heaps, stacks): what a leak grows, unlike the pages of
         the chdb library mapped from disk that join the RSS as code paths are first run."""
-        return _status_kib(self.process.pid, "RssAnon") * 1024
+        return _status_kib_sum(self.process.pid, "RssAnon") * 1024
 
     def cpu_seconds(self) -> float:
-        """User and system CPU of the collector process (all its threads, chdb's included)."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User and system CPU of the collector's processes (all their threads, chdb's included)."""
+        ticks = 0
+        for pid in _family(self.process.pid):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # ended meanwhile
+                continue
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def peak_rss_bytes(self) -> int:
-        return _status_kib(self.process.pid, "VmHWM") * 1024
+        """The sum of each process's own peak (at most what they held together)."""
+        return _status_kib_sum(self.process.pid, "VmHWM") * 1024
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -52,8 +60,32 @@ class RunningCollector:
                 self.process.wait()
 
 
+def _family(pid: int) -> list[int]:
+    """``pid`` and every process descended from it."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    family, frontier = [pid], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        family += frontier
+    return family
+
+
+def _status_kib_sum(pid: int, field: str) -> int:
+    return sum(_status_kib(member, field) for member in _family(pid))
+
+
 def _status_kib(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:  # ended meanwhile
+        return 0
+    for line in lines:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0

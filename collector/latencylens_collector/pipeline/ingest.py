@@ -23,20 +23,20 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.analysis.request_rows import (
-    attributable,
-    row_version,
-    settled_root_start,
-    trace_rows,
-)
+from latencylens_collector.analysis.request_rows import attributable, settled_root_start
+from latencylens_collector.analysis.row_work import BuiltRows, TraceToBuild, build_rows
 from latencylens_collector.pipeline.refusals import classify
 from latencylens_collector.storage import otlp_sql, trace_state
 from latencylens_collector.storage.store import StorageError, Store
+
+RowBuild = Callable[[Sequence[TraceToBuild]], BuiltRows]
+"""Builds the rows of traces: :func:`~latencylens_collector.analysis.row_work.build_rows` here, or
+in a worker process (:mod:`.row_processes`)."""
 
 
 @dataclass(frozen=True)
@@ -121,14 +121,15 @@ class Ingestor:
             by_project[span.project][span.trace_id].append(span)
         return RowsToWrite(by_project, len(for_rows))
 
-    def write_rows(self, todo: RowsToWrite) -> int:
-        """The second half of :meth:`ingest`: build and write the request rows of the traces an
-        insert touched; returns how many rows were (re)written. Rows of one trace written by
-        two calls in any order keep the most complete (their versions), so a large insert's rows
-        may be written while the next batch is inserted (:mod:`.row_builder`)."""
-        rows: list[dict[str, Any]] = []
+    def write_rows(self, todo: RowsToWrite, build: RowBuild = build_rows) -> int:
+        """The second half of :meth:`ingest`: build (with ``build``) and write the request rows of
+        the traces an insert touched; returns how many rows were (re)written. Rows of one trace
+        written by two calls in any order keep the most complete (their versions), so a large
+        insert's rows may be written while the next batch is inserted (:mod:`.row_builder`)."""
+        traces: list[TraceToBuild] = []
         for project, batch_traces in todo.traces.items():
-            rows.extend(self._rows(project, batch_traces))
+            traces.extend(self._traces_to_build(project, batch_traces))
+        rows = build(traces).rows if traces else []
         self.store.upsert_requests(rows)
         return sum(1 for row in rows if not row["is_deleted"])
 
@@ -184,34 +185,34 @@ class Ingestor:
                     for trace_id in sorted(trace_ids)
                     if not self._was_past_cap(stamps.get(trace_id), stored_spans[project])
                 ]
-                rows.extend(self._read_back(project, small, {}))
+                rows.extend(build_rows(self._read_back(project, small, {})).rows)
             self.store.upsert_requests(rows)
             return list(verdicts)
 
-    def _rows(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[dict[str, Any]]:
-        """Rows and tombstones of each trace in ``batch``, from the batch alone when it holds the
-        trace whole (:func:`_whole`)."""
+    def _traces_to_build(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[TraceToBuild]:
+        """What the rows of each trace in ``batch`` are built from: the batch alone when it holds
+        the trace whole (:func:`_whole`), else the trace read back and joined with the batch."""
         stamps = trace_state.stamps(self.store, batch, project)
-        rows: list[dict[str, Any]] = []
+        traces: list[TraceToBuild] = []
         read_back: list[bytes] = []
         for trace_id, trace_spans in batch.items():
             stamp = stamps.get(trace_id)
             if stamp is not None and _whole(trace_spans, stamp):
-                rows.extend(_rows_of(sorted(trace_spans, key=_stored_order), stamp.last_insert_us))
+                traces.append(TraceToBuild(sorted(trace_spans, key=_stored_order), stamp.last_insert_us))
             elif not attributable(trace_spans)[1] and not self._was_past_cap(stamp, len(trace_spans)):
                 read_back.append(trace_id)
             # else: a piece of a trace past its span cap. Reading the whole trace back for every
             # piece would cost each piece the trace so far (quadratic); the reconciler writes its
             # row from all its spans once it has settled, reading it once.
         if read_back:
-            rows.extend(self._read_back(project, read_back, batch))
-        return rows
+            traces.extend(self._read_back(project, read_back, batch))
+        return traces
 
     def _read_back(
         self, project: str, trace_ids: Sequence[bytes], batch: dict[bytes, list[SpanRow]]
-    ) -> list[dict[str, Any]]:
-        """Rows of traces read back from storage, joined with the batch's own spans of them."""
-        rows: list[dict[str, Any]] = []
+    ) -> list[TraceToBuild]:
+        """Traces read back from storage, joined with the batch's own spans of them."""
+        traces: list[TraceToBuild] = []
         stored = trace_state.stored_traces(self.store, trace_ids, project)
         self.spans_read_back += sum(len(trace.spans) for trace in stored.values())
         for trace_id in trace_ids:
@@ -224,8 +225,8 @@ class Ingestor:
             # from its new ones, so a row the reconciler keyed elsewhere is tombstoned by the
             # reconciler (as after another collector's insert), not here.
             earlier = _earlier_root(own, found) if own else []
-            rows.extend(_rows_of(spans, last_insert_us, earlier))
-        return rows
+            traces.append(TraceToBuild(spans, last_insert_us, earlier))
+        return traces
 
     def _was_past_cap(self, stamp: trace_state.Stamp | None, batch_spans: int) -> bool:
         """Whether the trace had more than ``max_trace_spans`` spans stored before this batch, which
@@ -242,14 +243,6 @@ def _whole(spans: Sequence[SpanRow], stamp: trace_state.Stamp) -> bool:
         stamp.first_start_ns,
         stamp.last_start_ns,
     ) == (min(starts), max(starts))
-
-
-def _rows_of(
-    spans: Sequence[SpanRow], last_insert_us: int, stored_starts: Sequence[int] = ()
-) -> list[dict[str, Any]]:
-    """Row and tombstones of one trace, versioned by these spans and the latest stamp seen."""
-    version = row_version(len(spans), last_insert_us)
-    return trace_rows(spans, version=version, computed_at_us=last_insert_us, stored_starts=stored_starts)
 
 
 def _earlier_root(batch: Sequence[SpanRow], stored: trace_state.StoredTrace | None) -> list[int]:

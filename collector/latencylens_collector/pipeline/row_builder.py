@@ -15,6 +15,8 @@ it). Only the projects whose rows are that large wait for this thread: their exp
 once their rows are written; another project's export that rode in the same insert has its rows
 written by the writer and is answered at once (the soak's tail was a normal export riding with
 a chain's last piece and waiting ~2 s for the chain's row).
+The build itself runs in a worker process (:mod:`.row_processes`), so it does not share the
+GIL with the writer and the receivers either; this thread waits for it with the GIL released.
 At most one build runs and one waits: a writer with a third to hand waits, so the rows never
 fall far behind the spans. A build that fails loses no span (they are stored): it is logged,
 the exports are answered as stored, and the reconciler rebuilds the rows once the traces settle.
@@ -32,6 +34,7 @@ from concurrent.futures import Future
 from opentelemetry import context as otel_context
 
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
+from latencylens_collector.pipeline.row_processes import RowProcess
 
 _log = logging.getLogger(__name__)
 
@@ -42,7 +45,9 @@ class RowBuilder:
     def __init__(self, ingestor: Ingestor, charge: Callable[[RowsToWrite, float], None]) -> None:
         self.ingestor = ingestor
         self._charge = charge
-        """Called with each build's CPU time in this thread, for the projects' CPU shares."""
+        """Called with each build's CPU time (this thread's and the worker's), for the projects'
+        CPU shares."""
+        self.process = RowProcess()
         self._jobs: queue.Queue[tuple[RowsToWrite, Future[int]] | None] = queue.Queue(maxsize=1)
         """Builds handed over; None ends the thread."""
         self._thread: threading.Thread | None = None
@@ -64,17 +69,19 @@ class RowBuilder:
         self._jobs.put(None)
         self._thread.join(timeout_s)
         self._thread = None
+        self.process.stop()
 
     def _run(self) -> None:
         # The collector's own ClickHouse calls must never be traced (and exported back to itself).
         otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         while (job := self._jobs.get()) is not None:
             todo, future = job
-            started = time.thread_time()
+            started, elsewhere = time.thread_time(), self.process.worker_cpu_s
             try:
-                future.set_result(self.ingestor.write_rows(todo))
+                future.set_result(self.ingestor.write_rows(todo, self.process))
             except Exception as exc:  # the spans are stored: the reconciler rebuilds these rows
                 _log.error("writing the request rows of %d spans failed: %s", todo.spans, exc, exc_info=exc)
                 future.set_exception(exc)
             finally:
-                self._charge(todo, time.thread_time() - started)
+                spent = time.thread_time() - started + self.process.worker_cpu_s - elsewhere
+                self._charge(todo, spent)

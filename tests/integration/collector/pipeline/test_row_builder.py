@@ -21,8 +21,9 @@ import pytest
 from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project, wait_until
 
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.row_work import build_rows
 from latencylens_collector.pipeline import Outcome, Pipeline
-from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
+from latencylens_collector.pipeline.ingest import Ingestor, RowBuild, RowsToWrite
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import StorageError, Store
 
@@ -47,13 +48,13 @@ class HeldRows(Ingestor):
         self.inserts.append({span.project for span in spans})
         return super().insert(spans, *args, **kwargs)
 
-    def write_rows(self, todo: RowsToWrite) -> int:
+    def write_rows(self, todo: RowsToWrite, build: RowBuild = build_rows) -> int:
         if todo.spans > HELD_ROWS:
             self.building.set()
             assert self.go.wait(WAIT_S)
             if self.fail:
                 raise StorageError("refused for the test")
-        return super().write_rows(todo)
+        return super().write_rows(todo, build)
 
 
 @contextmanager

@@ -1,0 +1,80 @@
+"""Request rows of large inserts built in a worker process, so their Python does not hold the GIL.
+
+The row builder (:mod:`.row_builder`) already keeps a large build out of the writer's way, but a
+thread still shares the process's one GIL: while it built an 8,000-span chain's row (~0.5 s of
+Python), a normal export's decode and its own, small, rows took turns with it 1 ms at a time,
+and took about twice as long as on an idle collector (the hostile soak's p99). A worker process
+runs on the other core: the collector's threads only pickle the spans over (~4 µs a span) and
+wait with the GIL released.
+
+One worker, spawned at the first large build (a collector that never sees one never starts it),
+importing the analysis only (:mod:`~latencylens_collector.analysis.row_work`: ~25 MiB, 0.3 s).
+It is passed the collector's configured prices with each build, so rows are priced as in-process.
+If the worker cannot be started or dies, the build runs in the calling thread instead (the
+same function), and the next large build tries a new worker; a build that fails in the worker
+raises as it would have here.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from latencylens_collector.analysis.costs import configured_prices
+from latencylens_collector.analysis.row_work import BuiltRows, TraceToBuild, build_rows
+
+_log = logging.getLogger(__name__)
+
+
+class RowProcess:
+    """A :data:`~.ingest.RowBuild` that runs in one worker process, started on first use."""
+
+    def __init__(self) -> None:
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self.fallbacks = 0
+        """Builds run in the calling thread because the worker could not run them."""
+        self.worker_cpu_s = 0.0
+        """CPU time the worker spent building, in all (the calling thread's own is its own)."""
+
+    def __call__(self, traces: Sequence[TraceToBuild]) -> BuiltRows:
+        prices = configured_prices()
+        try:
+            built: BuiltRows = self._worker().submit(build_rows, traces, prices).result()
+        except (BrokenProcessPool, OSError) as exc:  # not the build's fault: build it here
+            self._discard()
+            self.fallbacks += 1
+            _log.warning("the row-building process is unavailable (%s); building rows in the collector", exc)
+            return build_rows(traces, prices)
+        self.worker_cpu_s += built.cpu_s
+        return built
+
+    def stop(self) -> None:
+        """End the worker (after the build it is running, if any)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
+
+    def _worker(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                # spawn, not fork: the collector has threads (and chdb's) that a fork would copy
+                # mid-flight, and the worker needs none of the collector's state.
+                spawn = multiprocessing.get_context("spawn")
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn)
+            return self._pool
+
+    def _discard(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)

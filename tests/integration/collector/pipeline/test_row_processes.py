@@ -1,0 +1,133 @@
+"""Issue 15: the rows of large inserts are built in a worker process, off the collector's GIL.
+
+A real spawned worker (:mod:`latencylens_collector.pipeline.row_processes`) against the same
+function run here: the rows must be identical, priced with the collector's configured prices (the
+worker has none of its own), and a worker that dies costs no row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator
+
+import pytest
+from otlp_builders import chat_trace, export_request
+from pipeline_helpers import export, row_spans_by_project
+
+from latencylens import semconv
+from latencylens_collector.analysis.costs import use_prices
+from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.row_work import TraceToBuild, build_rows
+from latencylens_collector.intake import otlp
+from latencylens_collector.pipeline import Outcome, Pipeline
+from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.pipeline.row_processes import RowProcess
+from latencylens_collector.settings import Settings
+from latencylens_collector.storage.store import Store
+
+BASE = 1_700_000_000_000_000_000
+LAST_INSERT_US = BASE // 1_000 + 5_000_000
+
+
+def self_hosted_call() -> list[SpanRow]:
+    """chat_trace (500 input tokens of which 100 cached, 101 output) answered by vLLM's my-llama."""
+    spans = otlp.flatten(export_request(chat_trace(BASE, model="my-llama"))).spans
+    return [
+        dataclasses.replace(row, attributes={**row.attributes, semconv.GEN_AI_PROVIDER_NAME: "vllm"})
+        if semconv.GEN_AI_REQUEST_MODEL in row.attributes
+        else row
+        for row in spans
+    ]
+
+
+def server_chain(length: int) -> list[SpanRow]:
+    """vLLM server spans, each the parent of the next, each carrying ``gen_ai.latency.e2e``."""
+    return [
+        SpanRow(
+            trace_id=b"\x07" * 16,
+            span_id=(level + 1).to_bytes(8, "big"),
+            parent_span_id=level.to_bytes(8, "big") if level else b"",
+            service="vllm",
+            name="llm_request",
+            span_kind="SERVER",
+            kind="other",
+            start_ns=BASE + level * 1_000,
+            duration_ns=10_000_000_000 - level * 2_000,
+            attributes={"gen_ai.latency.e2e": "9.5"},
+        )
+        for level in range(length)
+    ]
+
+
+@pytest.fixture
+def traces() -> Iterator[list[TraceToBuild]]:
+    previous = use_prices({"vllm/my-llama": {"input": 0.5, "cached_input": 0.1, "output": 1.5}})
+    yield [
+        TraceToBuild(self_hosted_call(), LAST_INSERT_US),
+        TraceToBuild(server_chain(300), LAST_INSERT_US, stored_starts=(BASE - 1,)),
+    ]
+    use_prices(previous)
+
+
+@pytest.fixture
+def process() -> Iterator[RowProcess]:
+    process = RowProcess()
+    yield process
+    process.stop()
+
+
+def workers() -> list[multiprocessing.Process]:
+    return [child for child in multiprocessing.active_children() if child.pid != os.getpid()]
+
+
+def test_rows_built_in_the_worker_are_the_rows_built_here(
+    traces: list[TraceToBuild], process: RowProcess
+) -> None:
+    assert not process.started  # nothing is spawned before the first build
+    here = build_rows(traces).rows
+    there = process(traces)
+    assert there.rows == here
+    assert process.started and workers() and process.fallbacks == 0
+    assert there.cpu_s > 0 and process.worker_cpu_s == there.cpu_s  # charged to the projects
+    # Priced at the collector's configured prices, passed to the worker (which has none of its
+    # own): 400 × 0.5 + 100 × 0.1 + 101 × 1.5 = 361.5 µ$ = 361,500 nano-dollars.
+    call = next(row for row in there.rows if not row["is_deleted"] and row["trace_id"] != b"\x07" * 16)
+    assert call["cost_nano_usd"] == 361_500
+    # The chain's row, and a tombstone where a row of it was stored before.
+    chain = [row for row in there.rows if row["trace_id"] == b"\x07" * 16]
+    assert sorted(row["is_deleted"] for row in chain) == [0, 1]
+    assert next(row for row in chain if row["is_deleted"])["start_time"] == BASE - 1
+
+
+def test_a_worker_that_dies_costs_no_rows(traces: list[TraceToBuild], process: RowProcess) -> None:
+    here = build_rows(traces).rows
+    assert process(traces).rows == here
+    (worker,) = workers()
+    assert worker.pid is not None
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(30)
+    assert process(traces).rows == here  # built in this thread instead
+    assert process.fallbacks == 1
+    assert process(traces).rows == here  # and the next build has a new worker
+    assert process.fallbacks == 1 and process.started
+
+
+def test_a_large_exports_rows_are_built_in_the_worker(make_settings: Callable[..., Settings]) -> None:
+    """3,000 spans in one trace: more than a quarter of a batch (2,500 by default), so its rows
+    are built beside the writer, in the worker; the row counts every span."""
+    settings = make_settings(flush_interval_ms=20)
+    store = Store(settings)
+    store.migrate()
+    pipeline = Pipeline(settings, Ingestor(store))
+    pipeline.start()
+    try:
+        assert pipeline.submit(export("big", 0, 3_000)).result(timeout=60) is Outcome.STORED
+        assert workers()
+    finally:
+        pipeline.stop()
+    assert row_spans_by_project(store) == {"big": 3_000}
+    assert not workers()  # stopping the pipeline ends the worker
+    store.close()
