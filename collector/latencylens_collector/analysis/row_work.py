@@ -8,7 +8,7 @@ can charge that time to the traces' projects even when it was spent in another p
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from latencylens_collector.analysis.costs import Prices
@@ -23,6 +23,8 @@ class TraceToBuild(NamedTuple):
     spans: Sequence[SpanRow]
     last_insert_us: int
     stored_starts: Sequence[int] = ()
+    settled: bool = False
+    """The reconciler's: the trace has settled (its row may be rooted at its top-most span)."""
 
 
 class BuiltRows(NamedTuple):
@@ -44,8 +46,14 @@ def build_rows(traces: Sequence[TraceToBuild], prices: Prices | None = None) -> 
                 trace.spans,
                 version=version,
                 computed_at_us=trace.last_insert_us,
+                settled=trace.settled,
                 stored_starts=trace.stored_starts,
                 prices=prices,
             )
         )
     return BuiltRows(rows, time.process_time() - started)
+
+
+RowBuild = Callable[[Sequence[TraceToBuild]], BuiltRows]
+"""Builds the rows of traces: :func:`build_rows` itself, or the same in a worker process
+(:class:`~latencylens_collector.pipeline.row_processes.RowProcess`)."""

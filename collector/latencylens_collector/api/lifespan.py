@@ -17,6 +17,7 @@ from latencylens_collector.storage.rollup import refresh_in_service
 
 _log = logging.getLogger(__name__)
 
+
 def start_intake(app: FastAPI) -> None:
     """Start ``app.state.pipeline``, then the gRPC receiver when enabled. A gRPC port that cannot
     be bound is logged and shown at /readyz; OTLP/HTTP keeps working."""
@@ -34,7 +35,12 @@ def start_intake(app: FastAPI) -> None:
         state.rollup.start()
     state.reconciler = None
     if settings.reconcile_interval_s > 0:
-        reconciler = Reconciler(state.store, settings.reconcile_settle_s, settings.reconcile_lookback_s)
+        reconciler = Reconciler(
+            state.store,
+            settings.reconcile_settle_s,
+            settings.reconcile_lookback_s,
+            build=pipeline.row_process,
+        )
         state.reconciler = Scheduler(
             lambda: reconcile_in_service(reconciler),
             settings.reconcile_interval_s,

@@ -23,20 +23,16 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.request_rows import attributable, settled_root_start
-from latencylens_collector.analysis.row_work import BuiltRows, TraceToBuild, build_rows
+from latencylens_collector.analysis.row_work import RowBuild, TraceToBuild, build_rows
 from latencylens_collector.pipeline.refusals import classify
 from latencylens_collector.storage import otlp_sql, trace_state
 from latencylens_collector.storage.store import StorageError, Store
-
-RowBuild = Callable[[Sequence[TraceToBuild]], BuiltRows]
-"""Builds the rows of traces: :func:`~latencylens_collector.analysis.row_work.build_rows` here, or
-in a worker process (:mod:`.row_processes`)."""
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,12 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from opentelemetry import context as otel_context
 
-from latencylens_collector.analysis.request_rows import row_version, trace_rows
+from latencylens_collector.analysis.request_rows import row_version
+from latencylens_collector.analysis.row_work import RowBuild, TraceToBuild, build_rows
 from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
 from latencylens_collector.storage.trace_state import Stamp, TraceKey, Window
@@ -59,8 +60,18 @@ class Pass:
 class Reconciler:
     """Recomputes the request rows of settled traces from the stored spans (see the module)."""
 
-    def __init__(self, store: Store, settle_s: float, lookback_s: float, page: int = PAGE_TRACES) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settle_s: float,
+        lookback_s: float,
+        page: int = PAGE_TRACES,
+        build: RowBuild = build_rows,
+    ) -> None:
         self.store = store
+        self.build = build
+        """Builds the rows; in the service, the pipeline's worker process (:mod:`.row_processes`):
+        a pass that rewrites long traces would otherwise hold the GIL for seconds."""
         self.settle_us = int(settle_s * US_PER_S)
         self.lookback_us = int(min(lookback_s, MAX_LOOKBACK_S) * US_PER_S)
         self.page = page
@@ -115,18 +126,17 @@ class Reconciler:
         self, project: str, trace_ids: Sequence[bytes], live: dict[TraceKey, list[tuple[int, int]]]
     ) -> None:
         """Read these traces whole and write their settled rows, tombstoning every stored key."""
-        rows: list[dict[str, Any]] = []
-        for trace_id, stored in trace_state.stored_traces(self.store, trace_ids, project).items():
-            rows.extend(
-                trace_rows(
-                    stored.spans,
-                    version=row_version(len(stored.spans), stored.last_insert_us),
-                    computed_at_us=stored.last_insert_us,
-                    settled=True,
-                    stored_starts=[start_ns for start_ns, _ in live.get((project, trace_id), [])],
-                )
+        traces = [
+            TraceToBuild(
+                stored.spans,
+                stored.last_insert_us,
+                [start_ns for start_ns, _ in live.get((project, trace_id), [])],
+                settled=True,
             )
-        self.store.upsert_requests(rows)
+            for trace_id, stored in trace_state.stored_traces(self.store, trace_ids, project).items()
+        ]
+        if traces:
+            self.store.upsert_requests(self.build(traces).rows)
 
 
 def _converged(stamp: Stamp, live: Sequence[tuple[int, int]]) -> bool:

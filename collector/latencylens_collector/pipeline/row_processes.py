@@ -40,9 +40,12 @@ class RowProcess:
         """Builds run in the calling thread because the worker could not run them."""
         self.worker_cpu_s = 0.0
         """CPU time the worker spent building, in all (the calling thread's own is its own)."""
+        self._stopped = False
 
     def __call__(self, traces: Sequence[TraceToBuild]) -> BuiltRows:
         prices = configured_prices()
+        if self._stopped:  # a last build after the service stopped (the reconciler's): no new worker
+            return build_rows(traces, prices)
         try:
             built: BuiltRows = self._worker().submit(build_rows, traces, prices).result()
         except (BrokenProcessPool, OSError) as exc:  # not the build's fault: build it here
@@ -54,9 +57,9 @@ class RowProcess:
         return built
 
     def stop(self) -> None:
-        """End the worker (after the build it is running, if any)."""
+        """End the worker (after the build it is running, if any); later builds run in the caller."""
         with self._lock:
-            pool, self._pool = self._pool, None
+            pool, self._pool, self._stopped = self._pool, None, True
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 

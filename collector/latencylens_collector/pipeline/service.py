@@ -21,6 +21,7 @@ from latencylens_collector.pipeline.queue import (
     Ticket,
     rows_bytes,
 )
+from latencylens_collector.pipeline.row_processes import RowProcess
 from latencylens_collector.pipeline.spool import Spool, SpoolCounts, SpoolError
 from latencylens_collector.pipeline.writer import Writer
 from latencylens_collector.settings import Settings
@@ -73,6 +74,11 @@ class Pipeline:
             max_batch_bytes=settings.max_batch_bytes,
             cpu=self.cpu,
         )
+
+    @property
+    def row_process(self) -> RowProcess:
+        """Builds request rows in a worker process (:mod:`.row_processes`), for the reconciler too."""
+        return self.writer.row_process
 
     def start(self) -> None:
         """Open the spool (its batches are replayed by the writer) and start writing."""

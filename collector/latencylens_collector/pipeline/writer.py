@@ -36,6 +36,7 @@ from latencylens_collector.pipeline.queue import TURN_SHARE, BoundedQueue, Outco
 from latencylens_collector.pipeline.refusals import UNREACHABLE, Refusal, Triage, classify
 from latencylens_collector.pipeline.replay import settle
 from latencylens_collector.pipeline.row_builder import RowBuilder
+from latencylens_collector.pipeline.row_processes import RowProcess
 from latencylens_collector.pipeline.spool import FAILED_DIR, Spool, SpooledBatch, SpoolFull
 from latencylens_collector.runtime import metrics
 from latencylens_collector.storage.store import StorageUnavailable
@@ -101,6 +102,11 @@ class Writer:
         """Rows built from more spans than a turn's (:mod:`.row_builder`) are built aside."""
         self._rows = RowBuilder(ingestor, self._charge_rows)
         """Builds the rows of large inserts while the writer goes on (:mod:`.row_builder`)."""
+
+    @property
+    def row_process(self) -> RowProcess:
+        """The worker process the rows of large inserts are built in (the reconciler's too)."""
+        return self._rows.process
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:

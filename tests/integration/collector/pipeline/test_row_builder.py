@@ -21,9 +21,9 @@ import pytest
 from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project, wait_until
 
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.analysis.row_work import build_rows
+from latencylens_collector.analysis.row_work import RowBuild, build_rows
 from latencylens_collector.pipeline import Outcome, Pipeline
-from latencylens_collector.pipeline.ingest import Ingestor, RowBuild, RowsToWrite
+from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import StorageError, Store
 

@@ -11,6 +11,7 @@ import dataclasses
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -24,6 +25,7 @@ from latencylens_collector.analysis.row_work import TraceToBuild, build_rows
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.pipeline.reconciler import Reconciler
 from latencylens_collector.pipeline.row_processes import RowProcess
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import Store
@@ -49,7 +51,7 @@ def server_chain(length: int) -> list[SpanRow]:
         SpanRow(
             trace_id=b"\x07" * 16,
             span_id=(level + 1).to_bytes(8, "big"),
-            parent_span_id=level.to_bytes(8, "big") if level else b"",
+            parent_span_id=level.to_bytes(8, "big"),  # the root's: zeros
             service="vllm",
             name="llm_request",
             span_kind="SERVER",
@@ -131,3 +133,38 @@ def test_a_large_exports_rows_are_built_in_the_worker(make_settings: Callable[..
     assert row_spans_by_project(store) == {"big": 3_000}
     assert not workers()  # stopping the pipeline ends the worker
     store.close()
+
+
+def test_the_reconciler_rewrites_settled_traces_through_the_worker(
+    make_settings: Callable[..., Settings], process: RowProcess
+) -> None:
+    """Spans stored with no row (a collector stopped between the writes): the reconciler's pass
+    builds the settled rows in the worker, rooted and counted as in-thread."""
+    store = Store(make_settings())
+    store.migrate()
+    try:
+        shift = time.time_ns() - 60 * 1_000_000_000 - BASE  # a minute ago: in the look-back
+        spans = [dataclasses.replace(span, start_ns=span.start_ns + shift) for span in self_hosted_call()]
+        Ingestor(store).insert(spans + server_chain_now(300))  # the spans only, no row
+        assert row_spans_by_project(store) == {}
+        done = Reconciler(store, settle_s=0, lookback_s=3600, build=process).run_once()
+        assert done.rewritten == 2
+        assert process.started and process.worker_cpu_s > 0 and process.fallbacks == 0
+        assert row_spans_by_project(store) == {"default": len(spans) + 300}
+    finally:
+        store.close()
+
+
+def test_a_stopped_process_builds_in_the_caller_and_spawns_nothing(
+    traces: list[TraceToBuild], process: RowProcess
+) -> None:
+    """The reconciler may run its last pass after the pipeline stopped: no worker outlives it."""
+    process.stop()
+    assert process(traces).rows == build_rows(traces).rows
+    assert not process.started and not workers() and process.worker_cpu_s == 0
+
+
+def server_chain_now(length: int) -> list[SpanRow]:
+    """:func:`server_chain`, a minute ago (inside the reconciler's look-back)."""
+    shift = time.time_ns() - 60 * 1_000_000_000 - BASE
+    return [dataclasses.replace(span, start_ns=span.start_ns + shift) for span in server_chain(length)]
