@@ -42,12 +42,15 @@ _log = logging.getLogger(__name__)
 class RowBuilder:
     """One thread writing the rows of large inserts, in the order they were handed over."""
 
-    def __init__(self, ingestor: Ingestor, charge: Callable[[RowsToWrite, float], None]) -> None:
+    def __init__(
+        self, ingestor: Ingestor, charge: Callable[[RowsToWrite, float], None], large_rows: int = 0
+    ) -> None:
         self.ingestor = ingestor
         self._charge = charge
         """Called with each build's CPU time (this thread's and the worker's), for the projects'
         CPU shares."""
-        self.process = RowProcess()
+        self.process = RowProcess(min_spans=large_rows)
+        """Where builds from more than ``large_rows`` spans run (the reconciler's too)."""
         self._jobs: queue.Queue[tuple[RowsToWrite, Future[int]] | None] = queue.Queue(maxsize=1)
         """Builds handed over; None ends the thread."""
         self._thread: threading.Thread | None = None

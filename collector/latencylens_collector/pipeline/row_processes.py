@@ -7,8 +7,10 @@ and took about twice as long as on an idle collector (the hostile soak's p99). A
 runs on the other core: the collector's threads only pickle the spans over (~4 µs a span) and
 wait with the GIL released.
 
-One worker, spawned at the first large build (a collector that never sees one never starts it),
-importing the analysis only (:mod:`~latencylens_collector.analysis.row_work`: ~25 MiB, 0.3 s).
+The reconciler builds through it too: a pass that rewrites long traces held the GIL for seconds.
+Builds from few spans (at most a writer's turn) run in the caller: the trip costs more than it
+saves. One worker, spawned at the first large build (a collector that never sees one never
+starts it), importing the analysis only (:mod:`~latencylens_collector.analysis.row_work`: ~25 MiB, 0.3 s).
 It is passed the collector's configured prices with each build, so rows are priced as in-process.
 If the worker cannot be started or dies, the build runs in the calling thread instead (the
 same function), and the next large build tries a new worker; a build that fails in the worker
@@ -33,7 +35,10 @@ _log = logging.getLogger(__name__)
 class RowProcess:
     """A :data:`~.ingest.RowBuild` that runs in one worker process, started on first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, min_spans: int = 0) -> None:
+        self.min_spans = min_spans
+        """Builds from at most this many spans run in the caller: not worth the trip (nor, for a
+        collector that only ever builds those, a worker)."""
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
         self.fallbacks = 0
@@ -44,8 +49,8 @@ class RowProcess:
 
     def __call__(self, traces: Sequence[TraceToBuild]) -> BuiltRows:
         prices = configured_prices()
-        if self._stopped:  # a last build after the service stopped (the reconciler's): no new worker
-            return build_rows(traces, prices)
+        if self._stopped or sum(len(trace.spans) for trace in traces) <= self.min_spans:
+            return build_rows(traces, prices)  # small, or after the service stopped: no worker
         try:
             built: BuiltRows = self._worker().submit(build_rows, traces, prices).result()
         except (BrokenProcessPool, OSError) as exc:  # not the build's fault: build it here

@@ -100,7 +100,7 @@ class Writer:
         self._replaying: tuple[SpooledBatch, Triage] | None = None
         self.large_rows = max(1, self.max_batch_spans // TURN_SHARE)
         """Rows built from more spans than a turn's (:mod:`.row_builder`) are built aside."""
-        self._rows = RowBuilder(ingestor, self._charge_rows)
+        self._rows = RowBuilder(ingestor, self._charge_rows, self.large_rows)
         """Builds the rows of large inserts while the writer goes on (:mod:`.row_builder`)."""
 
     @property

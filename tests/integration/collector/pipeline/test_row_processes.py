@@ -168,3 +168,16 @@ def server_chain_now(length: int) -> list[SpanRow]:
     """:func:`server_chain`, a minute ago (inside the reconciler's look-back)."""
     shift = time.time_ns() - 60 * 1_000_000_000 - BASE
     return [dataclasses.replace(span, start_ns=span.start_ns + shift) for span in server_chain(length)]
+
+
+def test_small_builds_run_in_the_caller_and_spawn_nothing(traces: list[TraceToBuild]) -> None:
+    """At most ``min_spans`` spans (a writer's turn): not worth a trip to the worker, nor a worker."""
+    spans = sum(len(trace.spans) for trace in traces)
+    small = RowProcess(min_spans=spans)
+    try:
+        assert small(traces).rows == build_rows(traces).rows
+        assert not small.started and not workers() and small.worker_cpu_s == 0
+        assert small(traces + traces[:1]).rows == build_rows(traces + traces[:1]).rows  # more than min_spans
+        assert small.started and small.worker_cpu_s > 0
+    finally:
+        small.stop()
