@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import signal
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -78,7 +79,14 @@ class RowProcess:
                 # spawn, not fork: the collector has threads (and chdb's) that a fork would copy
                 # mid-flight, and the worker needs none of the collector's state.
                 spawn = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn)
+                # Ctrl-C in a terminal reaches the whole process group: the collector stops
+                # itself (and then the worker); the worker must not die mid-build on its own.
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1,
+                    mp_context=spawn,
+                    initializer=signal.signal,
+                    initargs=(signal.SIGINT, signal.SIG_IGN),
+                )
             return self._pool
 
     def _discard(self) -> None:

@@ -181,3 +181,17 @@ def test_small_builds_run_in_the_caller_and_spawn_nothing(traces: list[TraceToBu
         assert small.started and small.worker_cpu_s > 0
     finally:
         small.stop()
+
+
+def test_ctrl_c_in_a_terminal_does_not_kill_the_worker(
+    traces: list[TraceToBuild], process: RowProcess
+) -> None:
+    """Ctrl-C reaches the whole process group; the collector stops itself, and the worker with it."""
+    here = build_rows(traces).rows
+    assert process(traces).rows == here
+    (worker,) = workers()
+    assert worker.pid is not None
+    os.kill(worker.pid, signal.SIGINT)
+    worker.join(1.0)
+    assert worker.is_alive()
+    assert process(traces).rows == here and process.fallbacks == 0
