@@ -29,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from latencylens_collector.analysis.costs import configured_prices
 from latencylens_collector.analysis.row_work import BuiltRows, TraceToBuild, build_rows
+from latencylens_collector.runtime import metrics
 
 _log = logging.getLogger(__name__)
 
@@ -57,9 +58,12 @@ class RowProcess:
         except (BrokenProcessPool, OSError) as exc:  # not the build's fault: build it here
             self._discard()
             self.fallbacks += 1
+            metrics.ROW_BUILDS.labels(ran_in="collector").inc()
             _log.warning("the row-building process is unavailable (%s); building rows in the collector", exc)
             return build_rows(traces, prices)
         self.worker_cpu_s += built.cpu_s
+        metrics.ROW_BUILDS.labels(ran_in="worker").inc()
+        metrics.ROW_WORKER_CPU.inc(built.cpu_s)
         return built
 
     def stop(self) -> None:

@@ -115,6 +115,18 @@ GC_PAUSE = Histogram(
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
     registry=REGISTRY,
 )
+ROW_BUILDS = Counter(
+    "latencylens_row_builds",
+    "Request-row builds of large inserts (and the reconciler's), by where they ran: worker (the "
+    "row-building process) or collector (the worker could not be started or died: see the log).",
+    ["ran_in"],
+    registry=REGISTRY,
+)
+ROW_WORKER_CPU = Counter(
+    "latencylens_row_worker_cpu_seconds",
+    "CPU time the row-building worker process spent building request rows.",
+    registry=REGISTRY,
+)
 BATCH_SPANS = Histogram(
     "latencylens_batch_spans",
     "Spans per insert.",

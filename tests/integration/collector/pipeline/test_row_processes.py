@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from otlp_builders import chat_trace, export_request
-from pipeline_helpers import export, row_spans_by_project
+from pipeline_helpers import export, metric, row_spans_by_project
 
 from latencylens import semconv
 from latencylens_collector.analysis.costs import use_prices
@@ -111,8 +111,10 @@ def test_a_worker_that_dies_costs_no_rows(traces: list[TraceToBuild], process: R
     assert worker.pid is not None
     os.kill(worker.pid, signal.SIGKILL)
     worker.join(30)
+    in_collector = metric("latencylens_row_builds_total", ran_in="collector")
     assert process(traces).rows == here  # built in this thread instead
     assert process.fallbacks == 1
+    assert metric("latencylens_row_builds_total", ran_in="collector") == in_collector + 1  # shown
     assert process(traces).rows == here  # and the next build has a new worker
     assert process.fallbacks == 1 and process.started
 
