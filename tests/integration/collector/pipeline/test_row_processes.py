@@ -13,6 +13,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from otlp_builders import chat_trace, export_request
@@ -104,13 +105,22 @@ def test_rows_built_in_the_worker_are_the_rows_built_here(
     assert next(row for row in chain if row["is_deleted"])["start_time"] == BASE - 1
 
 
-def test_a_worker_that_dies_costs_no_rows(traces: list[TraceToBuild], process: RowProcess) -> None:
+def signalled_worker(
+    traces: list[TraceToBuild], process: RowProcess, signum: int, wait_s: float
+) -> tuple[list[dict[str, Any]], multiprocessing.Process]:
+    """The rows built here, and the worker a first build started, sent ``signum`` (waited for up
+    to ``wait_s``)."""
     here = build_rows(traces).rows
     assert process(traces).rows == here
     (worker,) = workers()
     assert worker.pid is not None
-    os.kill(worker.pid, signal.SIGKILL)
-    worker.join(30)
+    os.kill(worker.pid, signum)
+    worker.join(wait_s)
+    return here, worker
+
+
+def test_a_worker_that_dies_costs_no_rows(traces: list[TraceToBuild], process: RowProcess) -> None:
+    here, _ = signalled_worker(traces, process, signal.SIGKILL, 30.0)
     in_collector = metric("latencylens_row_builds_total", ran_in="collector")
     assert process(traces).rows == here  # built in this thread instead
     assert process.fallbacks == 1
@@ -189,11 +199,6 @@ def test_ctrl_c_in_a_terminal_does_not_kill_the_worker(
     traces: list[TraceToBuild], process: RowProcess
 ) -> None:
     """Ctrl-C reaches the whole process group; the collector stops itself, and the worker with it."""
-    here = build_rows(traces).rows
-    assert process(traces).rows == here
-    (worker,) = workers()
-    assert worker.pid is not None
-    os.kill(worker.pid, signal.SIGINT)
-    worker.join(1.0)
+    here, worker = signalled_worker(traces, process, signal.SIGINT, 1.0)
     assert worker.is_alive()
     assert process(traces).rows == here and process.fallbacks == 0
