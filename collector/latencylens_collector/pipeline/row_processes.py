@@ -13,8 +13,9 @@ saves. One worker, spawned at the first large build (a collector that never sees
 starts it), importing the analysis only (:mod:`~latencylens_collector.analysis.row_work`: ~25 MiB, 0.3 s).
 It is passed the collector's configured prices with each build, so rows are priced as in-process.
 If the worker cannot be started or dies, the build runs in the calling thread instead (the
-same function), and the next large build tries a new worker; a build that fails in the worker
-raises as it would have here.
+same function), and the next large build tries a new worker; on a platform that cannot run one
+at all (no working semaphores, as on some serverless runtimes) every build runs in the caller,
+said once in the log. A build that fails in the worker raises as it would have here.
 """
 
 from __future__ import annotations
@@ -55,11 +56,14 @@ class RowProcess:
             return build_rows(traces, prices)  # small, or after the service stopped: no worker
         try:
             built: BuiltRows = self._worker().submit(build_rows, traces, prices).result()
-        except (BrokenProcessPool, OSError) as exc:  # not the build's fault: build it here
+        except (BrokenProcessPool, OSError, NotImplementedError, ImportError) as exc:  # not the build's
             self._discard()
             self.fallbacks += 1
             metrics.ROW_BUILDS.labels(ran_in="collector").inc()
-            _log.warning("the row-building process is unavailable (%s); building rows in the collector", exc)
+            for_good = isinstance(exc, (NotImplementedError, ImportError))  # no semaphores here
+            self._stopped = self._stopped or for_good
+            what = "this platform cannot run the row-building process" if for_good else "its process failed"
+            _log.warning("rows built in the collector: %s (%s)", what, exc)
             return build_rows(traces, prices)
         self.worker_cpu_s += built.cpu_s
         metrics.ROW_BUILDS.labels(ran_in="worker").inc()

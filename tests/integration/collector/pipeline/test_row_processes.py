@@ -202,3 +202,21 @@ def test_ctrl_c_in_a_terminal_does_not_kill_the_worker(
     here, worker = signalled_worker(traces, process, signal.SIGINT, 1.0)
     assert worker.is_alive()
     assert process(traces).rows == here and process.fallbacks == 0
+
+
+class NoSemaphores(RowProcess):
+    """A platform whose multiprocessing has no working ``sem_open`` (some serverless runtimes):
+    creating the pool raises as ``concurrent.futures`` does there."""
+
+    def _worker(self) -> Any:
+        raise NotImplementedError("This Platform lacks a functioning sem_open implementation")
+
+
+def test_a_platform_without_worker_processes_builds_every_row_in_the_collector(
+    traces: list[TraceToBuild], caplog: pytest.LogCaptureFixture
+) -> None:
+    process = NoSemaphores()
+    here = build_rows(traces).rows
+    assert process(traces).rows == here and process(traces).rows == here
+    assert process.fallbacks == 1  # tried once, then never again
+    assert sum("cannot run the row-building process" in r.getMessage() for r in caplog.records) == 1
