@@ -79,12 +79,12 @@ class RowBuilder:
         otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         while (job := self._jobs.get()) is not None:
             todo, future = job
-            started, elsewhere = time.thread_time(), self.process.worker_cpu_s
+            started, elsewhere = time.thread_time(), self.process.worker_cpu_s_for_this_thread()
             try:
                 future.set_result(self.ingestor.write_rows(todo, self.process))
             except Exception as exc:  # the spans are stored: the reconciler rebuilds these rows
                 _log.error("writing the request rows of %d spans failed: %s", todo.spans, exc, exc_info=exc)
                 future.set_exception(exc)
             finally:
-                spent = time.thread_time() - started + self.process.worker_cpu_s - elsewhere
+                spent = time.thread_time() - started + self.process.worker_cpu_s_for_this_thread() - elsewhere
                 self._charge(todo, spent)

@@ -36,7 +36,9 @@ _log = logging.getLogger(__name__)
 
 
 class RowProcess:
-    """A :data:`~.ingest.RowBuild` that runs in one worker process, started on first use."""
+    """A :data:`~latencylens_collector.analysis.row_work.RowBuild` that runs in one worker process,
+    started on first use. Several threads may build through it (the row builder, the reconciler);
+    their builds take turns in the worker."""
 
     def __init__(self, min_spans: int = 0) -> None:
         self.min_spans = min_spans
@@ -48,6 +50,7 @@ class RowProcess:
         """Builds run in the calling thread because the worker could not run them."""
         self.worker_cpu_s = 0.0
         """CPU time the worker spent building, in all (the calling thread's own is its own)."""
+        self._callers = threading.local()
         self._stopped = False
 
     def __call__(self, traces: Sequence[TraceToBuild]) -> BuiltRows:
@@ -66,9 +69,16 @@ class RowProcess:
             _log.warning("rows built in the collector: %s (%s)", what, exc)
             return build_rows(traces, prices)
         self.worker_cpu_s += built.cpu_s
+        self._callers.cpu_s = self.worker_cpu_s_for_this_thread() + built.cpu_s
         metrics.ROW_BUILDS.labels(ran_in="worker").inc()
         metrics.ROW_WORKER_CPU.inc(built.cpu_s)
         return built
+
+    def worker_cpu_s_for_this_thread(self) -> float:
+        """The worker's CPU time spent on this thread's builds, so a caller charges its own builds
+        and not another thread's made meanwhile."""
+        cpu_s: float = getattr(self._callers, "cpu_s", 0.0)
+        return cpu_s
 
     def stop(self) -> None:
         """End the worker (after the build it is running, if any); later builds run in the caller."""

@@ -11,6 +11,7 @@ import dataclasses
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -220,3 +221,25 @@ def test_a_platform_without_worker_processes_builds_every_row_in_the_collector(
     assert process(traces).rows == here and process(traces).rows == here
     assert process.fallbacks == 1  # tried once, then never again
     assert sum("cannot run the row-building process" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_each_thread_is_charged_the_worker_time_of_its_own_builds(
+    traces: list[TraceToBuild], process: RowProcess
+) -> None:
+    """The row builder and the reconciler build through one worker: each charges only its own."""
+    spent: dict[int, tuple[float, float]] = {}
+
+    def build(count: int) -> None:
+        own = sum(process(traces).cpu_s for _ in range(count))
+        spent[count] = (own, process.worker_cpu_s_for_this_thread())
+
+    threads = [threading.Thread(target=build, args=(count,)) for count in (1, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(spent) == [1, 3]
+    for own, charged in spent.values():
+        assert charged == pytest.approx(own) and own > 0
+    assert process.worker_cpu_s == pytest.approx(sum(own for own, _ in spent.values()))
+    assert process.worker_cpu_s_for_this_thread() == 0  # this thread built nothing
