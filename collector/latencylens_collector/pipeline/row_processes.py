@@ -51,11 +51,12 @@ class RowProcess:
         self.worker_cpu_s = 0.0
         """CPU time the worker spent building, in all (the calling thread's own is its own)."""
         self._callers = threading.local()
-        self._stopped = False
+        self._caller_only = False
+        """No worker any more: the service stopped, or this platform cannot run one."""
 
     def __call__(self, traces: Sequence[TraceToBuild]) -> BuiltRows:
         prices = configured_prices()
-        if self._stopped or sum(len(trace.spans) for trace in traces) <= self.min_spans:
+        if self._caller_only or sum(len(trace.spans) for trace in traces) <= self.min_spans:
             return build_rows(traces, prices)  # small, or after the service stopped: no worker
         try:
             built: BuiltRows = self._worker().submit(build_rows, traces, prices).result()
@@ -64,7 +65,7 @@ class RowProcess:
             self.fallbacks += 1
             metrics.ROW_BUILDS.labels(ran_in="collector").inc()
             for_good = isinstance(exc, (NotImplementedError, ImportError))  # no semaphores here
-            self._stopped = self._stopped or for_good
+            self._caller_only = self._caller_only or for_good
             what = "this platform cannot run the row-building process" if for_good else "its process failed"
             _log.warning("rows built in the collector: %s (%s)", what, exc)
             return build_rows(traces, prices)
@@ -83,7 +84,7 @@ class RowProcess:
     def stop(self) -> None:
         """End the worker (after the build it is running, if any); later builds run in the caller."""
         with self._lock:
-            pool, self._pool, self._stopped = self._pool, None, True
+            pool, self._pool, self._caller_only = self._pool, None, True
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
