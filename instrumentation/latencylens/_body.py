@@ -22,6 +22,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from latencylens import semconv
+from latencylens._attributes import set_result_attributes
 from latencylens._guard import internal_error, mark_failed
 from latencylens._stream import _StreamProxy
 from latencylens.providers._base import ProviderAdapter
@@ -144,7 +145,7 @@ class _BodySink:
             body = json_body(b"".join(self._parts)) if completed else None
             attributes = self._adapter.response_attributes(body, self._headers)
             attributes[semconv.GEN_AI_REQUEST_STREAM] = False
-            span.set_attributes(attributes)
+            set_result_attributes(span, attributes)
             if exc is not None and not isinstance(exc, GeneratorExit):
                 mark_failed(span, exc)
         except Exception:

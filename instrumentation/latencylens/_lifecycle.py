@@ -33,6 +33,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
 from latencylens import semconv
+from latencylens._attributes import set_result_attributes
 from latencylens._body import is_http_response, json_body, meter
 from latencylens._callctx import CallRecord, call_context, flags
 from latencylens._guard import internal_error, mark_failed
@@ -40,7 +41,9 @@ from latencylens._stream import AsyncSpanStream, SpanStream
 from latencylens._version import __version__
 from latencylens.providers._base import ProviderAdapter
 
-# A ProxyTracer until a provider is installed, then it follows the global provider.
+# A ProxyTracer until a provider is installed, then it follows the global provider. Spans are
+# started on the tracer it resolved to once it has (its ``_real_tracer``): forwarding through the
+# proxy costs about 0.5 µs a call, a tenth of the decorator's own cost.
 _tracer = trace.get_tracer("latencylens", __version__)
 _time_ns = time.time_ns
 _attach, _detach = otel_context.attach, otel_context.detach
@@ -76,7 +79,7 @@ class CallShape:
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span | None, int]:
         """Start this call's span, or return ``(None, 0)`` to run the call untraced."""
         start = _time_ns()  # start_span, inlined: this runs on every decorated call
-        return _tracer.start_span(
+        return (getattr(_tracer, "_real_tracer", None) or _tracer).start_span(
             self.name, kind=self.kind, attributes=self.attributes, start_time=start
         ), start
 
@@ -84,7 +87,8 @@ class CallShape:
 def start_span(name: str, kind: SpanKind, attributes: dict[str, Any]) -> tuple[Span, int]:
     """Start a span with an explicit start time, so stream offsets share its clock."""
     start = _time_ns()
-    return _tracer.start_span(name, kind=kind, attributes=attributes, start_time=start), start
+    tracer = getattr(_tracer, "_real_tracer", None) or _tracer
+    return tracer.start_span(name, kind=kind, attributes=attributes, start_time=start), start
 
 
 def model_attributes(
@@ -262,7 +266,7 @@ def _read_model_result(
             return True
         attributes = adapter.response_attributes(result, record.headers if record is not None else None)
     attributes[semconv.GEN_AI_REQUEST_STREAM] = False
-    span.set_attributes(attributes)
+    set_result_attributes(span, attributes)
     return False
 
 

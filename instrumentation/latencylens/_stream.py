@@ -20,6 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Span
 
 from latencylens import semconv
+from latencylens._attributes import set_result_attributes
 from latencylens._callctx import CallRecord, call_context
 from latencylens._guard import internal_error, mark_failed
 from latencylens.providers._base import StreamState
@@ -115,7 +116,7 @@ class _StreamProxy:
         try:
             failed = exc is not None and not isinstance(exc, GeneratorExit)
             if self._ll_measure:
-                span.set_attributes(self._ll_attributes(completed, failed))
+                set_result_attributes(span, self._ll_attributes(completed, failed))
             if exc is not None and not isinstance(exc, GeneratorExit):
                 mark_failed(span, exc)
         except Exception:

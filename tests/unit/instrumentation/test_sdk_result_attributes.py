@@ -1,0 +1,129 @@
+"""A call's result attributes stored directly on the SDK's span equal what ``set_attributes`` stores.
+
+``set_result_attributes`` skips the SDK's per-value cleaning where it cannot change anything; these
+tests hold it to ``Span.set_attributes`` on real SDK spans: same values and types (lists become
+tuples), same order, same limits (length, count), the same warning on an ended span, and the
+public method for any span that is not the SDK's own.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import Span as SdkSpan
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
+
+from latencylens._attributes import _store_directly, set_result_attributes
+
+# What a Groq reply gives (``GroqAdapter.response_attributes``), plus a float, a bool and a key the
+# span already has from its start (set again: it moves to the end, as in the SDK).
+RESULT: dict[str, Any] = {
+    "gen_ai.usage.input_tokens": 45,
+    "gen_ai.usage.output_tokens": 662,
+    "latencylens.provider.queue_ns": 41_905_864,
+    "latencylens.provenance.queue": "reported",
+    "gen_ai.response.model": "llama-3.3-70b-versatile",
+    "gen_ai.response.finish_reasons": ["stop", "length"],
+    "latencylens.provider.fields_reported": ["usage.prompt_tokens", "usage.queue_time"],
+    "latencylens.decode_tokens_per_second": 249.6,
+    "gen_ai.request.stream": False,
+    "gen_ai.operation.name": "chat",
+}
+START = {"latencylens.span.kind": "model", "gen_ai.operation.name": "chat", "gen_ai.provider.name": "groq"}
+
+
+def _pair(limits: SpanLimits | None = None) -> tuple[Any, Any]:
+    tracer = TracerProvider(span_limits=limits or SpanLimits()).get_tracer("test")
+    return tracer.start_span("ours", attributes=START), tracer.start_span("sdk", attributes=START)
+
+
+def _stored(span: Any) -> list[tuple[str, Any]]:
+    return list(span.attributes.items())
+
+
+def test_stored_directly_as_set_attributes_stores_them() -> None:
+    ours, sdk = _pair()
+    assert _store_directly(ours, dict(RESULT))  # the direct path, not the fallback
+    sdk.set_attributes(RESULT)
+    assert _stored(ours) == _stored(sdk)
+    assert ours.attributes["gen_ai.response.finish_reasons"] == ("stop", "length")
+    assert type(ours.attributes["gen_ai.response.finish_reasons"]) is tuple
+    assert list(ours.attributes)[-1] == "gen_ai.operation.name"  # set again: moved to the end
+
+
+def test_the_decorator_path_stores_the_same_on_an_sdk_span() -> None:
+    ours, sdk = _pair()
+    set_result_attributes(ours, dict(RESULT))
+    sdk.set_attributes(RESULT)
+    assert _stored(ours) == _stored(sdk)
+    ours.end()
+    sdk.end()
+    assert dict(ours.attributes) == dict(sdk.attributes)
+
+
+def test_a_string_length_limit_is_applied_through_the_sdk() -> None:
+    ours, sdk = _pair(SpanLimits(max_span_attribute_length=5))
+    assert not _store_directly(ours, dict(RESULT))
+    set_result_attributes(ours, dict(RESULT))
+    sdk.set_attributes(RESULT)
+    assert _stored(ours) == _stored(sdk)
+    assert ours.attributes["gen_ai.response.model"] == "llama"
+
+
+def test_a_span_without_room_drops_as_the_sdk_does() -> None:
+    ours, sdk = _pair(SpanLimits(max_span_attributes=6))
+    set_result_attributes(ours, dict(RESULT))
+    sdk.set_attributes(RESULT)
+    assert _stored(ours) == _stored(sdk)
+    assert len(ours.attributes) == 6
+    assert ours.dropped_attributes == sdk.dropped_attributes > 0
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [{"k": None}, {"k": {"nested": 1}}, {"k": [1, None]}, {"k": object()}, {"": 1}, {"k": b"bytes"}],
+    ids=["none", "mapping", "list with none", "object", "empty key", "bytes"],
+)
+def test_values_outside_the_plain_types_take_set_attributes(odd: dict[str, Any]) -> None:
+    ours, sdk = _pair()
+    assert not _store_directly(ours, {**RESULT, **odd})
+    assert len(ours.attributes) == len(START)  # nothing stored by the refused direct path
+    set_result_attributes(ours, {**RESULT, **odd})
+    sdk.set_attributes({**RESULT, **odd})
+    assert _stored(ours) == _stored(sdk)
+
+
+def test_an_ended_span_is_left_as_the_sdk_leaves_it(caplog: pytest.LogCaptureFixture) -> None:
+    ours, _ = _pair()
+    ours.end()
+    with caplog.at_level(logging.WARNING):
+        set_result_attributes(ours, dict(RESULT))
+    assert _stored(ours) == list(START.items())
+    assert "Setting attribute on ended span." in caplog.text
+
+
+def test_a_non_recording_span_takes_its_own_method() -> None:
+    span = NonRecordingSpan(INVALID_SPAN_CONTEXT)
+    set_result_attributes(span, dict(RESULT))  # a no-op, without error
+    assert not span.is_recording()
+
+
+class _CountingSpan(SdkSpan):
+    """Another library's span built on the SDK's, with its own ``set_attributes``."""
+
+    calls = 0
+
+    def set_attributes(self, attributes: Any) -> None:
+        type(self).calls += 1
+        super().set_attributes(attributes)
+
+
+def test_a_subclass_from_elsewhere_gets_its_own_set_attributes() -> None:
+    span = _CountingSpan("sub", INVALID_SPAN_CONTEXT)
+    span.start()
+    set_result_attributes(span, dict(RESULT))
+    assert _CountingSpan.calls == 1
+    assert span.attributes["gen_ai.response.finish_reasons"] == ("stop", "length")
