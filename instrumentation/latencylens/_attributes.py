@@ -48,10 +48,13 @@ def _store_directly(span: Any, attributes: dict[str, Any]) -> bool:
             return False
         if kind in _SCALARS:
             continue
-        if kind is not list and kind is not tuple:
+        if (kind is not list and kind is not tuple) or not value:
+            return False
+        first = type(value[0])  # one type throughout: older SDKs drop mixed sequences
+        if first not in _SCALARS:
             return False
         for item in value:
-            if type(item) not in _SCALARS:
+            if type(item) is not first:
                 return False
         if kind is list:
             attributes[key] = tuple(value)  # a new value for a key already there: allowed mid-loop

@@ -84,8 +84,28 @@ def test_a_span_without_room_drops_as_the_sdk_does() -> None:
 
 @pytest.mark.parametrize(
     "odd",
-    [{"k": None}, {"k": {"nested": 1}}, {"k": [1, None]}, {"k": object()}, {"": 1}, {"k": b"bytes"}],
-    ids=["none", "mapping", "list with none", "object", "empty key", "bytes"],
+    [
+        {"k": None},
+        {"k": {"nested": 1}},
+        {"k": [1, None]},
+        {"k": ["a", 1]},
+        {"k": [True, 1]},
+        {"k": []},
+        {"k": object()},
+        {"": 1},
+        {"k": b"bytes"},
+    ],
+    ids=[
+        "none",
+        "mapping",
+        "list with none",
+        "mixed list",
+        "bools and ints",
+        "empty list",
+        "object",
+        "empty key",
+        "bytes",
+    ],
 )
 def test_values_outside_the_plain_types_take_set_attributes(odd: dict[str, Any]) -> None:
     ours, sdk = _pair()
