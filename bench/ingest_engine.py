@@ -10,7 +10,9 @@ Three measurements in one run, ratios between them (issue 18):
   the same SQL, :data:`FLOOR_BATCH_BODIES` per INSERT, with no HTTP, queue or Python per span.
 
 Per path: spans/s acknowledged, request p50/p99, the collector's CPU per span (its process, chdb's
-threads included, over the window) and its RSS at the end. Short windows by default
+threads included, over the window) and its RSS at the end. After both runs, the request rows the two
+collectors stored are compared (:mod:`bench._request_rows`): both paths are sent copies of the same
+800 template traces, so every copy must have the same row on both. Short windows by default
 (:data:`SECONDS`): the machine is shared, so read the ratios, which are taken in the same run.
 """
 
@@ -23,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-from bench import _collector, _payloads
+from bench import _collector, _payloads, _request_rows
 from bench.ingest import MIB, _Load, _throughput
 
 SECONDS = float(os.environ.get("LATENCYLENS_BENCH_ENGINE_SECONDS") or 20.0)
@@ -50,9 +52,8 @@ def floor() -> dict[str, float]:
     return result
 
 
-def path(name: str) -> dict[str, Any]:
+def path(name: str, templates: list[bytes]) -> dict[str, Any]:
     """Both sender counts against one collector on ``ingest_path = name``."""
-    templates = _payloads.templates(8)
     collector = _collector.start(DIRECTORY / name, env={"LATENCYLENS_INGEST_PATH": name})
     out: dict[str, Any] = {}
     try:
@@ -86,7 +87,8 @@ def run(report: Any) -> None:
         f"{FLOOR_BATCH_BODIES} bodies per INSERT; "
         f"{engine_floor['cpu_s'] / engine_floor['spans'] * 1e6:.1f} µs CPU per span",
     )
-    results = {name: path(name) for name in ("python", "engine")}
+    templates = _payloads.templates(8)  # one set for both paths: same traces, same rows
+    results = {name: path(name, templates) for name in ("python", "engine")}
     for senders in (SENDERS, FEW_SENDERS):
         key = f"senders_{senders}"
         python, engine = results["python"][key], results["engine"][key]
@@ -103,6 +105,17 @@ def run(report: Any) -> None:
                 f"{figures['spans_per_s'] / engine_floor['spans_per_s']:.0%} of the engine floor",
                 ratio=ratio,
             )
+    rows, templates_seen, differing = _request_rows.differing([DIRECTORY / name for name in results])
+    python_rows, engine_rows = rows.values()
+    verdict = "identical" if not differing else f"DIFFERENT for {len(differing)}: {', '.join(differing[:5])}"
+    report.add(
+        "request rows, engine path against Python path",
+        len(differing),
+        "template traces whose rows differ",
+        f"{python_rows:,} rows (Python path) and {engine_rows:,} (engine path) of {templates_seen} "
+        f"template traces sent again and again with new ids; every column but the id and when it "
+        f"was written, after both collectors stopped: {verdict}",
+    )
     for name, result in results.items():
         if result["refused"]:
             report.note(f"{name}: refused answers (status: count): {result['refused']}")
