@@ -23,24 +23,17 @@ WRITTEN_WHEN = ("trace_id", "computed_at", "version")
 
 
 def digests(directory: Path) -> list[tuple[str, str, int]]:
+    from latencylens_collector.analysis.records import REQUEST_COLUMNS
     from latencylens_collector.settings import Settings, chdb_dsn
     from latencylens_collector.storage.store import Store
 
     store = Store(
         Settings(clickhouse_dsn=chdb_dsn(directory / "data"), database="bench", spool_dir="off", environ={})
     )
-    columns = [
-        row["name"]
-        for row in store.query(
-            "SELECT name FROM system.columns WHERE database = {db:String} AND table = 'requests' "
-            "ORDER BY position",
-            {"db": store.database},
-        )
-        if row["name"] not in WRITTEN_WHEN
-    ]
+    compared = ", ".join(column for column in REQUEST_COLUMNS if column not in WRITTEN_WHEN)
     rows = store.query(
         "SELECT hex(substring(trace_id, 9, 8)) AS template, "
-        f"toString(cityHash64(tuple({', '.join(columns)}))) AS digest, count() AS n "
+        f"toString(cityHash64(tuple({compared}))) AS digest, count() AS n "
         f"FROM {store.table('requests')} FINAL GROUP BY template, digest"
     )
     return [(row["template"], row["digest"], int(row["n"])) for row in rows]
