@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 import pytest
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
@@ -147,3 +148,16 @@ def test_a_subclass_from_elsewhere_gets_its_own_set_attributes() -> None:
     set_result_attributes(span, dict(RESULT))
     assert _CountingSpan.calls == 1
     assert span.attributes["gen_ai.response.finish_reasons"] == ("stop", "length")
+
+
+class _OtherAttributes(BoundedAttributes):
+    """What a later SDK might keep a span's attributes in: not the class the direct path knows."""
+
+
+def test_an_sdk_span_keeping_attributes_in_another_class_takes_set_attributes() -> None:
+    ours, sdk = _pair()
+    ours._attributes = _OtherAttributes(128, dict(START), immutable=False)
+    assert not _store_directly(ours, dict(RESULT))
+    set_result_attributes(ours, dict(RESULT))
+    sdk.set_attributes(RESULT)
+    assert _stored(ours) == _stored(sdk)
