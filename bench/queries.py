@@ -254,9 +254,8 @@ def run(report: Any) -> None:
         return
     for name, small_ms in p50s[smallest].items():
         growth = p50s[largest][name] / small_ms
-        target = "" if "rows only" in name else f"; target ≤ {GROWTH_TARGET:.0f}×: "
-        if target:
-            target += "met" if growth <= GROWTH_TARGET else "NOT met"
+        verdict = "met" if growth <= GROWTH_TARGET else "NOT met"
+        target = "" if "rows only" in name else f"; target ≤ {GROWTH_TARGET:.0f}×: {verdict}"
         report.add(
             f"{label(largest)} against {label(smallest)}: {name}",
             growth,
@@ -286,7 +285,8 @@ def run_size(requests: int, report: Any) -> dict[str, float]:
     with _LiveService(db) as live:
         p50s = _time_queries(db, requests, now, report)
     report.note(
-        f"beside the queries: {live.ingested} bodies ingested ({live.ingested * 500:,} spans), "
+        f"beside the queries: {live.ingested} bodies ingested ({live.ingested * _payloads.SPANS_PER_BODY:,} "
+        "spans), "
         f"{live.checked:,} traces checked by the reconciler"
     )
     db.close()
