@@ -56,6 +56,15 @@ class RowsToWrite:
         return part(sizes.keys() - heavy), part(heavy)
 
 
+@dataclass(frozen=True)
+class BodiesStored:
+    """What an INSERT of export bodies did (:meth:`Ingestor.insert_bodies`): one verdict per body
+    (None: it did not parse), and the stored traces it touched, whose rows are left to build."""
+
+    verdicts: list[otlp_sql.Verdict | None]
+    traces: list[TraceToBuild]
+
+
 class Ingestor:
     """Stores span batches and recomputes the request rows of the traces they touch.
 
@@ -136,29 +145,43 @@ class Ingestor:
         ClickHouse decodes and flattens (:mod:`~latencylens_collector.storage.otlp_sql`), then
         rewrite the request rows of the traces it stored, read back from storage. Returns one
         verdict per body; a body with a span the engine did not store must take the Python path.
+        The two halves are :meth:`insert_bodies` and :meth:`write_built`."""
+        stored = self.insert_bodies(bodies, batch_id)
+        self.write_built(build_rows(stored.traces).rows)
+        return stored.verdicts
+
+    def insert_bodies(
+        self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str
+    ) -> BodiesStored:
+        """The first half of :meth:`ingest_bodies`: the INSERT, then the stored traces it touched
+        read back, ready to build their rows from (anywhere: :class:`.row_processes.RowProcess`).
 
         A body that does not parse fails its whole INSERT: the batch is split in halves (each
         piece its own token) until the failing bodies are alone, and their verdict is None.
         A refusal for now (:func:`~.refusals.classify`: unreachable, read-only, ...) is raised
         (StorageError) at once, as splitting cannot help."""
         if not bodies:
-            return []
+            return BodiesStored([], [])
         try:
-            return self._ingest_bodies(bodies, batch_id)
+            return self._insert_bodies(bodies, batch_id)
         except StorageError as exc:
             if classify(exc).transient:
                 raise
             if len(bodies) == 1:
-                return [None]
+                return BodiesStored([None], [])
         half = len(bodies) // 2
-        return [
-            *self.ingest_bodies(bodies[:half], f"{batch_id}-a"),
-            *self.ingest_bodies(bodies[half:], f"{batch_id}-b"),
-        ]
+        first = self.insert_bodies(bodies[:half], f"{batch_id}-a")
+        second = self.insert_bodies(bodies[half:], f"{batch_id}-b")
+        return BodiesStored([*first.verdicts, *second.verdicts], [*first.traces, *second.traces])
 
-    def _ingest_bodies(
+    def write_built(self, rows: Sequence[dict[str, Any]]) -> None:
+        """The second half of :meth:`ingest_bodies`: write the rows built from
+        :attr:`BodiesStored.traces` (rows of one trace written in any order keep the most complete)."""
+        self.store.upsert_requests(rows)
+
+    def _insert_bodies(
         self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str
-    ) -> list[otlp_sql.Verdict | None]:
+    ) -> BodiesStored:
         with self._lock:
             self.store.ensure_ready()
             data = otlp_sql.framed(
@@ -171,7 +194,7 @@ class Ingestor:
             for verdict in verdicts:
                 touched[verdict.project] |= verdict.trace_ids
                 stored_spans[verdict.project] += verdict.spans
-            rows: list[dict[str, Any]] = []
+            traces: list[TraceToBuild] = []
             for project, trace_ids in touched.items():
                 # The batch's spans are not in memory: its spans of the project, counted as if all
                 # were the trace's, bound from below what the trace held before it.
@@ -181,9 +204,8 @@ class Ingestor:
                     for trace_id in sorted(trace_ids)
                     if not self._was_past_cap(stamps.get(trace_id), stored_spans[project])
                 ]
-                rows.extend(build_rows(self._read_back(project, small, {})).rows)
-            self.store.upsert_requests(rows)
-            return list(verdicts)
+                traces.extend(self._read_back(project, small, {}))
+            return BodiesStored(list(verdicts), traces)
 
     def _traces_to_build(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[TraceToBuild]:
         """What the rows of each trace in ``batch`` are built from: the batch alone when it holds

@@ -25,10 +25,10 @@ import multiprocessing
 import signal
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from latencylens_collector.analysis.costs import configured_prices
+from latencylens_collector.analysis.costs import Prices, configured_prices
 from latencylens_collector.analysis.row_work import BuiltRows, TraceToBuild, build_rows
 from latencylens_collector.runtime import metrics
 
@@ -55,25 +55,41 @@ class RowProcess:
         """No worker any more: the service stopped, or this platform cannot run one."""
 
     def __call__(self, traces: Sequence[TraceToBuild]) -> BuiltRows:
+        if sum(len(trace.spans) for trace in traces) <= self.min_spans:
+            return build_rows(traces, configured_prices())  # small: not worth the trip (nor a worker)
+        return self.start(traces).result()
+
+    def start(self, traces: Sequence[TraceToBuild], min_spans: int = 0) -> PendingRows:
+        """Start building in the worker, for a caller with other work to do meanwhile (the engine
+        path's writer inserts the next batch); the rows come from :meth:`PendingRows.result`,
+        which builds them in the caller if the worker cannot, or if they come from at most
+        ``min_spans`` spans (then the build waits for :meth:`PendingRows.result`)."""
         prices = configured_prices()
-        if self._caller_only or sum(len(trace.spans) for trace in traces) <= self.min_spans:
-            return build_rows(traces, prices)  # small, or after the service stopped: no worker
+        if self._caller_only or sum(len(trace.spans) for trace in traces) <= min_spans:
+            return PendingRows(self, traces, prices, None)
         try:
-            built: BuiltRows = self._worker().submit(build_rows, traces, prices).result()
-        except (BrokenProcessPool, OSError, NotImplementedError, ImportError) as exc:  # not the build's
-            self._discard()
-            self.fallbacks += 1
-            metrics.ROW_BUILDS.labels(ran_in="collector").inc()
-            for_good = isinstance(exc, (NotImplementedError, ImportError))  # no semaphores here
-            self._caller_only = self._caller_only or for_good
-            what = "this platform cannot run the row-building process" if for_good else "its process failed"
-            _log.warning("rows built in the collector: %s (%s)", what, exc)
-            return build_rows(traces, prices)
+            return PendingRows(self, traces, prices, self._worker().submit(build_rows, traces, prices))
+        except (BrokenProcessPool, OSError, NotImplementedError, ImportError, RuntimeError) as exc:
+            return PendingRows(self, traces, prices, None, exc)
+
+    def _built_in_worker(self, built: BuiltRows) -> BuiltRows:
         self.worker_cpu_s += built.cpu_s
         self._callers.cpu_s = self.worker_cpu_s_for_this_thread() + built.cpu_s
         metrics.ROW_BUILDS.labels(ran_in="worker").inc()
         metrics.ROW_WORKER_CPU.inc(built.cpu_s)
         return built
+
+    def _built_here(self, traces: Sequence[TraceToBuild], prices: Prices, exc: BaseException) -> BuiltRows:
+        """The worker could not build (not the build's fault): build in the caller, and let the
+        next large build try a new worker, unless this platform cannot run one at all."""
+        self._discard()
+        self.fallbacks += 1
+        metrics.ROW_BUILDS.labels(ran_in="collector").inc()
+        for_good = isinstance(exc, (NotImplementedError, ImportError))  # no semaphores here
+        self._caller_only = self._caller_only or for_good
+        what = "this platform cannot run the row-building process" if for_good else "its process failed"
+        _log.warning("rows built in the collector: %s (%s)", what, exc)
+        return build_rows(traces, prices)
 
     def worker_cpu_s_for_this_thread(self) -> float:
         """The worker's CPU time spent on this thread's builds, so a caller charges its own builds
@@ -113,3 +129,31 @@ class RowProcess:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+class PendingRows:
+    """A build handed to :meth:`RowProcess.start`; :meth:`result` waits for its rows."""
+
+    def __init__(
+        self,
+        process: RowProcess,
+        traces: Sequence[TraceToBuild],
+        prices: Prices,
+        future: Future[BuiltRows] | None,
+        failed: BaseException | None = None,
+    ) -> None:
+        self._process, self._traces, self._prices = process, traces, prices
+        self._future, self._failed = future, failed
+
+    def result(self) -> BuiltRows:
+        """The rows, built by the worker or, if it could not, here. A build that fails in the
+        worker raises as it would have here."""
+        if self._future is None:
+            if self._failed is None:
+                return build_rows(self._traces, self._prices)
+            return self._process._built_here(self._traces, self._prices, self._failed)
+        try:
+            built: BuiltRows = self._future.result()
+        except (BrokenProcessPool, OSError, NotImplementedError, ImportError) as exc:  # not the build's
+            return self._process._built_here(self._traces, self._prices, exc)
+        return self._process._built_in_worker(built)

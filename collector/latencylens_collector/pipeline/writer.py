@@ -1,9 +1,11 @@
 """The single writer thread: batches from the queue into ClickHouse, or into the spool.
 
-One thread does every insert (chdb holds the GIL for a whole statement). Each flush is one spans
-insert plus one read-back and one requests insert (:meth:`Ingestor.ingest`); the rows of a large
-insert are built by :mod:`~latencylens_collector.pipeline.row_builder` while the writer goes on
-(rows of one trace written in any order keep the most complete, by their versions). Receivers are
+One thread does every insert (the embedded engine takes one statement at a time). Each flush is
+one spans insert plus one read-back and one requests insert (:meth:`Ingestor.ingest`); the rows of
+a large insert are built by :mod:`~latencylens_collector.pipeline.row_builder` while the writer
+goes on (rows of one trace written in any order keep the most complete, by their versions). On the
+engine path a batch's rows are built in the worker process while the writer inserts the next
+batch, and written after that INSERT (:meth:`Writer._finish_body_rows`). Receivers are
 answered only after the rows are written or after the batch is fsync'ed in the spool. Each batch is
 one project's turn (:meth:`BoundedQueue.take`), so another project's export never waits inside a
 large batch, only for the one insert being written. While ClickHouse is unreachable, flushes go
@@ -36,7 +38,7 @@ from latencylens_collector.pipeline.queue import TURN_SHARE, BoundedQueue, Outco
 from latencylens_collector.pipeline.refusals import UNREACHABLE, Refusal, Triage, classify
 from latencylens_collector.pipeline.replay import settle
 from latencylens_collector.pipeline.row_builder import RowBuilder
-from latencylens_collector.pipeline.row_processes import RowProcess
+from latencylens_collector.pipeline.row_processes import PendingRows, RowProcess
 from latencylens_collector.pipeline.spool import FAILED_DIR, Spool, SpooledBatch, SpoolFull
 from latencylens_collector.runtime import metrics
 from latencylens_collector.storage.store import StorageUnavailable
@@ -50,6 +52,11 @@ MAX_WRITES_PER_STEP: Final = 16
 SPOOL_REFRESH_S: Final = 2.0
 """How often the spool is recounted from its directory (``latencylens spool replay`` moves files)."""
 _IDLE_WAKE_S: Final = 1.0
+BODY_ROWS_HERE: Final = 1_000
+"""On the engine path, rows built from at most this many spans are built in the writer: the
+worker's trip (pickling ≈ 4 µs a span, a few ms a call) pays when the build (≈ 28 µs a span)
+runs beside an INSERT (≥ 90 ms), not for a few spans (nor, for a collector that only sees those,
+a worker process)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,9 @@ class Writer:
         """Rows built from more spans than a turn's (:mod:`.row_builder`) are built aside."""
         self._rows = RowBuilder(ingestor, self._charge_rows, self.large_rows)
         """Builds the rows of large inserts while the writer goes on (:mod:`.row_builder`)."""
+        self._body_rows: _BodyRows | None = None
+        """The engine path's last batch: its exports, answered once its rows (being built in the
+        worker while the writer inserts the next batch) are written."""
 
     @property
     def row_process(self) -> RowProcess:
@@ -136,7 +146,7 @@ class Writer:
         # The collector's own ClickHouse calls must never be traced (and exported back to itself).
         otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         while True:
-            wait = 0.0 if self._replay_due() else self._idle_wait()
+            wait = 0.0 if self._replay_due() or self._body_rows is not None else self._idle_wait()
             tickets = self.queue.take(
                 self.max_batch_spans, self.flush_interval_s, wait, max_bytes=self.max_batch_bytes
             )
@@ -144,6 +154,8 @@ class Writer:
                 started = time.thread_time()
                 self._flush(tickets)
                 self._charge(tickets, time.thread_time() - started)
+            elif self._body_rows is not None:
+                self._finish_body_rows()  # nothing to insert meanwhile
             elif self.queue.closed:
                 self._rows.stop()
                 return
@@ -237,7 +249,7 @@ class Writer:
         """One INSERT of the bodies; each ticket resolves STORED (the engine stored every span of
         its body) or TAKE_PYTHON_PATH (its receiver decodes it in Python, which answers precisely
         and stores or spools it). An insert that fails is split in halves until the failing
-        bodies are alone (:meth:`Ingestor.ingest_bodies`); ClickHouse refusing writes for now
+        bodies are alone (:meth:`Ingestor.insert_bodies`); ClickHouse refusing writes for now
         sends them all to the Python path (and so to the spool)."""
         tickets = [ticket for ticket in tickets if ticket.future.set_running_or_notify_cancel()]
         if not tickets:
@@ -255,7 +267,7 @@ class Writer:
         started = time.perf_counter()
         batch = [(ticket.project, ticket.body or b"", ticket.limits) for ticket in tickets]
         try:
-            verdicts = self.ingestor.ingest_bodies(batch, uuid.uuid4().hex)
+            inserted = self.ingestor.insert_bodies(batch, uuid.uuid4().hex)
         except Exception as exc:
             refusal = classify(exc)
             if refusal.transient:
@@ -264,19 +276,38 @@ class Writer:
                 _log.error("writing export bodies failed (%s): %s", refusal.name, exc, exc_info=exc)
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
             return
-        stored = 0
-        for ticket, verdict in zip(tickets, verdicts, strict=True):
+        stored: list[Ticket] = []
+        for ticket, verdict in zip(tickets, inserted.verdicts, strict=True):
             if verdict is not None and verdict.stored_all:
                 ticket.stored_spans = verdict.spans
-                stored += verdict.spans
-                ticket.future.set_result(Outcome.STORED)
+                stored.append(ticket)
             else:
                 ticket.future.set_result(Outcome.TAKE_PYTHON_PATH)
+        spans = sum(ticket.stored_spans for ticket in stored)
         metrics.INSERT_DURATION.observe(time.perf_counter() - started)
-        metrics.BATCH_SPANS.observe(stored)
-        metrics.SPANS_WRITTEN.labels(source="direct").inc(stored)
+        metrics.BATCH_SPANS.observe(spans)
+        metrics.SPANS_WRITTEN.labels(source="direct").inc(spans)
         self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
         self._storage_retry_at, self._refusal = 0.0, ""
+        self._finish_body_rows()
+        self._body_rows = _BodyRows(stored, self._rows.process.start(inserted.traces, BODY_ROWS_HERE))
+
+    def _finish_body_rows(self) -> None:
+        """Write the rows of the bodies last inserted, once built, and answer their exports: the
+        engine path builds a batch's rows in the worker process while the writer inserts the next
+        batch (the writer's next INSERT, not a wait, is what happens meanwhile). Their spans are
+        stored: a build or write that fails is logged, the exports are answered as stored, and the
+        reconciler writes the rows once the traces settle."""
+        pending, self._body_rows = self._body_rows, None
+        if pending is None:
+            return
+        try:
+            built = pending.rows.result()
+            self.ingestor.write_built(built.rows)
+            self._charge(pending.tickets, built.cpu_s)
+        except Exception as exc:
+            _log.error("writing the request rows of %d export bodies failed: %s", len(pending.tickets), exc)
+        _resolve(pending.tickets, Outcome.STORED)
 
     def _write(
         self, spans: Sequence[SpanRow], batch_id: str, pieces: _Pieces | None = None, aside: bool = False
@@ -371,6 +402,14 @@ class Writer:
         self._replaying = None
         self._replay_retry_at = 0.0
         metrics.SPANS_WRITTEN.labels(source="spool").inc(triage.stored)
+
+
+@dataclass(frozen=True)
+class _BodyRows:
+    """Exports whose bodies the engine stored, waiting for their rows (:meth:`Writer._finish_body_rows`)."""
+
+    tickets: list[Ticket]
+    rows: PendingRows
 
 
 @dataclass(frozen=True)

@@ -243,3 +243,32 @@ def test_each_thread_is_charged_the_worker_time_of_its_own_builds(
         assert charged == pytest.approx(own) and own > 0
     assert process.worker_cpu_s == pytest.approx(sum(own for own, _ in spent.values()))
     assert process.worker_cpu_s_for_this_thread() == 0  # this thread built nothing
+
+
+def test_a_started_build_runs_in_the_worker_while_the_caller_goes_on(
+    traces: list[TraceToBuild], process: RowProcess
+) -> None:
+    """The engine path's writer starts a batch's build, inserts the next batch, then takes the rows."""
+    pending = process.start(traces)
+    assert process.started  # handed over at once, whatever the size
+    assert pending.result().rows == build_rows(traces).rows
+    assert process.worker_cpu_s > 0 and process.fallbacks == 0
+
+
+def test_a_started_build_of_few_spans_runs_in_the_caller_when_its_rows_are_asked_for(
+    traces: list[TraceToBuild], process: RowProcess
+) -> None:
+    spans = sum(len(trace.spans) for trace in traces)
+    pending = process.start(traces, min_spans=spans)
+    assert not process.started and not workers()
+    assert pending.result().rows == build_rows(traces).rows
+    assert process.worker_cpu_s == 0
+
+
+def test_a_started_build_whose_worker_dies_is_built_in_the_caller(
+    traces: list[TraceToBuild], process: RowProcess
+) -> None:
+    here, _ = signalled_worker(traces, process, signal.SIGKILL, 30.0)
+    assert process.start(traces).result().rows == here
+    assert process.fallbacks == 1
+    assert process.start(traces).result().rows == here and process.fallbacks == 1  # a new worker

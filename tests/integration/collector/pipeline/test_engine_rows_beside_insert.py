@@ -1,0 +1,134 @@
+"""Issue 18: on the engine path a batch's request rows are built in the worker process while the
+writer inserts the next batch, and its exports are answered only once those rows are written.
+
+A real collector pipeline (queue, writer, chdb, the spawned worker) fed OTLP/protobuf bodies as
+the receivers queue them (:meth:`Pipeline.submit_body`).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from otlp_builders import chat_trace, protobuf_body, recent_base_ns
+from pipeline_helpers import row_spans_by_project, stored_spans_by_project
+
+from latencylens_collector.intake.otlp import Limits
+from latencylens_collector.pipeline import Outcome, Pipeline
+from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.pipeline.writer import BODY_ROWS_HERE
+from latencylens_collector.settings import Settings
+from latencylens_collector.storage.otlp_sql import BodyLimits
+from latencylens_collector.storage.store import Store
+
+SPANS_PER_TRACE = 4
+"""chat_trace: the request, a retrieval, a model call and a tool call."""
+
+
+def body(traces: int) -> bytes:
+    base = recent_base_ns()
+    return protobuf_body([span for i in range(traces) for span in chat_trace(base + i * 1_000_000)])
+
+
+def limits() -> BodyLimits:
+    defaults = Limits()
+    return BodyLimits(
+        now_ns=time.time_ns(),
+        max_attribute_bytes=defaults.max_attribute_bytes,
+        max_span_bytes=defaults.max_span_bytes,
+        store_content=defaults.store_content,
+        content_max_bytes=defaults.max_content_bytes,
+    )
+
+
+def workers() -> list[multiprocessing.process.BaseProcess]:
+    return [child for child in multiprocessing.active_children() if child.pid != os.getpid()]
+
+
+class FailingRows(Ingestor):
+    """ClickHouse refusing the requests insert after the spans insert went through."""
+
+    def write_built(self, rows: Sequence[dict[str, Any]]) -> None:
+        raise RuntimeError("requests insert refused")
+
+
+@pytest.fixture
+def engine(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., tuple[Pipeline, Store]]]:
+    started: list[tuple[Pipeline, Store]] = []
+
+    def start(ingestor: type[Ingestor] = Ingestor) -> tuple[Pipeline, Store]:
+        settings = make_settings(ingest_path="engine", flush_interval_ms=50)
+        store = Store(settings)
+        store.migrate()
+        pipeline = Pipeline(settings, ingestor(store))
+        pipeline.start()
+        started.append((pipeline, store))
+        return pipeline, store
+
+    yield start
+    for pipeline, store in started:
+        pipeline.stop()
+        store.close()
+
+
+def test_large_batches_are_answered_once_their_rows_built_in_the_worker_are_written(engine: Any) -> None:
+    """Three bodies of 300 traces (1,200 spans each, over BODY_ROWS_HERE): built in the worker, and
+    when each export is answered its rows are there, every span counted (300 traces × 4 spans)."""
+    pipeline, store = engine()
+    assert SPANS_PER_TRACE * 300 > BODY_ROWS_HERE
+    rows_when_answered: list[int] = []
+    for expected in (1_200, 2_400, 3_600):
+        ticket = pipeline.submit_body(body(300), "default", limits())
+        assert ticket.future.result(timeout=60) is Outcome.STORED
+        rows_when_answered.append(row_spans_by_project(store).get("default", 0))
+        assert rows_when_answered[-1] == expected, rows_when_answered
+    assert workers()  # the builds ran in the worker process
+    assert stored_spans_by_project(store) == {"default": 3_600}
+
+
+def test_bodies_queued_together_all_get_their_rows(engine: Any) -> None:
+    """Eight bodies submitted at once: inserted in one or more batches, each batch's rows built while
+    the next is inserted; every export is answered STORED and every trace has its row."""
+    pipeline, store = engine()
+    tickets = [pipeline.submit_body(body(100), "default", limits()) for _ in range(8)]
+    assert [ticket.future.result(timeout=60) for ticket in tickets] == [Outcome.STORED] * 8
+    assert row_spans_by_project(store) == {"default": 8 * 100 * SPANS_PER_TRACE}
+
+
+def test_small_batches_build_their_rows_in_the_writer_and_start_no_worker(engine: Any) -> None:
+    pipeline, store = engine()
+    for _ in range(3):
+        ticket = pipeline.submit_body(body(2), "default", limits())
+        assert ticket.future.result(timeout=60) is Outcome.STORED
+    assert row_spans_by_project(store) == {"default": 3 * 2 * SPANS_PER_TRACE}
+    assert not workers()
+
+
+def test_rows_pending_when_the_pipeline_stops_are_written_first(engine: Any) -> None:
+    pipeline, store = engine()
+    ticket = pipeline.submit_body(body(300), "default", limits())
+    pipeline.stop()  # the queue closes: what it holds is written, rows and all
+    assert ticket.future.result(timeout=0) is Outcome.STORED
+    assert row_spans_by_project(store) == {"default": 1_200}
+    assert not workers()
+
+
+def test_rows_that_cannot_be_written_lose_no_span_and_no_answer(
+    engine: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The spans are stored: the export is answered STORED (its rows are the reconciler's to write)."""
+    pipeline, store = engine(FailingRows)
+    with caplog.at_level(logging.ERROR):
+        answers: list[Future[Outcome]] = [
+            pipeline.submit_body(body(300), "default", limits()).future for _ in range(2)
+        ]
+        assert [answer.result(timeout=60) for answer in answers] == [Outcome.STORED] * 2
+    assert stored_spans_by_project(store) == {"default": 2_400}
+    assert row_spans_by_project(store) == {}
+    assert any("requests insert refused" in record.getMessage() for record in caplog.records)
