@@ -290,6 +290,12 @@ class Store:
         with self._guard("querying") as client:
             return list(client.query(sql, parameters=dict(parameters or {})).named_results())
 
+    def query_columns(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[Sequence[Any]]:
+        """The result's columns, in the query's order: cheaper than :meth:`query` for many rows
+        (no dict per row)."""
+        with self._guard("querying") as client:
+            return list(client.query(sql, parameters=dict(parameters or {})).result_columns)
+
     def insert(
         self,
         table: str,

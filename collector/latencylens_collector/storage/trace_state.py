@@ -8,9 +8,9 @@ from them never depend on a collector's clock. Every read here is one query.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.storage.store import Store
@@ -52,16 +52,17 @@ GROUP BY trace_id
 without FINAL (FINAL keeps each span's latest copy)."""
 
 _STORED_SPANS: Final = """
-SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
-       toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, attributes,
-       toUnixTimestamp64Micro(inserted_at) AS inserted_us
+SELECT trace_id, span_id, parent_span_id, service, name, span_kind, kind,
+       toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, '' AS status_message,
+       attributes, toUnixTimestamp64Micro(inserted_at) AS inserted_us
 FROM {spans} FINAL
 WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
 ORDER BY start_ns, span_id
 """
 """The columns request rows are built from (not ``resource_attributes``, ``status_message`` nor
 ``events``: attribution never reads them) and each span's stamp, in one read, so a row's version
-describes exactly the spans it was computed from."""
+describes exactly the spans it was computed from. The columns come in :class:`SpanRow`'s order
+up to ``attributes``, read by column: no dict per row."""
 
 _TOUCHED_IN: Final = """
 SELECT project, trace_id FROM {touched}
@@ -156,16 +157,20 @@ def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dic
     ids = sorted(set(trace_ids))
     if not ids:
         return {}
-    rows = store.query(
+    columns = store.query_columns(
         _STORED_SPANS.format(spans=store.table("spans")), {"project": project, "trace_ids": ids}
     )
+    if not columns:  # no row: no columns either
+        return {}
+    inserted = columns.pop()
     spans: dict[bytes, list[SpanRow]] = {}
     latest: dict[bytes, int] = {}
-    for row in rows:
-        inserted_us = int(row.pop("inserted_us"))
-        span = SpanRow(**row)
+    span_row = cast(Callable[..., SpanRow], SpanRow)  # the columns are SpanRow's first fields, in order
+    for fields, inserted_us in zip(zip(*columns, strict=True), inserted, strict=True):
+        span = span_row(*fields, project=project)
         spans.setdefault(span.trace_id, []).append(span)
-        latest[span.trace_id] = max(latest.get(span.trace_id, 0), inserted_us)
+        if inserted_us > latest.get(span.trace_id, 0):
+            latest[span.trace_id] = inserted_us
     return {trace_id: StoredTrace(trace_spans, latest[trace_id]) for trace_id, trace_spans in spans.items()}
 
 
