@@ -267,8 +267,9 @@ def _value_text(v: str) -> str:
     return _scalar_text(v, array)
 
 
-def _value_ok(v: str, limit: str) -> str:
-    """Whether :func:`_value_text` writes this value exactly as Python does, within ``limit`` bytes."""
+def _value_ok(v: str, text: str, limit: str) -> str:
+    """Whether :func:`_value_text` writes this value exactly as Python does, within ``limit`` bytes
+    (``text``: what it wrote, computed once for both)."""
     item_ok = (
         "i -> (i.value IN ('none', 'int_value', 'bool_value') "
         f"OR (i.value = 'string_value' AND match(i.string_value, {_PRINTABLE_NO_ESCAPE})))"
@@ -278,17 +279,18 @@ def _value_ok(v: str, limit: str) -> str:
         f"isValidUTF8({v}.string_value) AND length({v}.string_value) <= {limit}, "
         f"{v}.value = 'double_value', {_double_ok(f'{v}.double_value')}, "
         f"{v}.value = 'array_value', arrayAll({item_ok}, {v}.array_value.values) "
-        f"AND length({_value_text(v)}) <= {limit}, "
+        f"AND length({text}) <= {limit}, "
         f"{v}.value = 'bytes_value', length({v}.bytes_value) * 2 <= {limit}, "
         f"{v}.value != 'kvlist_value')"
     )
 
 
-def _attributes_ok(attributes: str, key_ok: str, limit: str) -> str:
-    """Every key and value of a repeated ``KeyValue`` stored as Python would, in one pass."""
+def _attributes_ok(attributes: str, texts: str, key_ok: str, limit: str) -> str:
+    """Every key and value of a repeated ``KeyValue`` stored as Python would, in one pass (``texts``:
+    the values' :func:`_value_text`, a column of the stage before)."""
     return (
-        f"arrayAll(kv -> {key_ok.format(k='kv.key')} AND length(kv.key) <= {limit} "
-        f"AND {_value_ok('kv.value', limit)}, {attributes})"
+        f"arrayAll((kv, t) -> {key_ok.format(k='kv.key')} AND length(kv.key) <= {limit} "
+        f"AND {_value_ok('kv.value', 't', limit)}, {attributes}, {texts})"
     )
 
 
@@ -332,14 +334,16 @@ def _flat_select(database: str) -> str:
 
     Built in stages, each a subquery whose columns the next reads: a value used in several places
     (the value texts, the attribute map) is computed once, where an alias is copied into every
-    place that names it and analyzed again there. Planning, not the rows, is most of a small
-    INSERT's cost: with the stages and :data:`INSERT_SETTINGS`, an INSERT's views take ≈ 90 ms
-    before its first span (≈ 115 ms before), then ≈ 12 µs a span."""
+    place that names it and analyzed again there (the value checks read the texts of the stage
+    before rather than writing them again). Planning, not the rows, is most of a small INSERT's
+    cost: with the stages and :data:`INSERT_SETTINGS`, an INSERT's views take ≈ 72 ms before its
+    first span (≈ 115 ms in one stage), then ≈ 12 µs a span."""
     content_keys = _array(sorted(CONTENT_KEYS))
     indexed = _quote("(?s)^" + INDEXED_PATTERN)
     oi = _quote(openinference.OPENINFERENCE_SPAN_KIND)
     service = _quote("service.name")
     limits = "ll_max_span_bytes, ll_store_content, ll_content_max_bytes"
+    limit = "ll_max_attribute_bytes"
     return f"""
 SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, attributes,
        {_classify("attributes", "parent_span_id != " + _ZERO_SPAN)} AS kind,
@@ -360,6 +364,7 @@ FROM (
          start_time, duration_ns, status_code, status_message, resource_attributes, events,
          dropped_events_count, batch, seq, ll_max_span_bytes,
          checked0
+         AND {_attributes_ok("key_values0", "values0", "match({k}, " + _PRINTABLE + ")", limit)}
          AND (dropped = 0 OR NOT hasAny(keys0, {_array((DROPPED_ATTRIBUTES, DROPPED_BYTES))}))
          AND if(ll_store_content,
                 NOT arrayExists((v, c) -> c AND length(v) > ll_content_max_bytes, values0, content0), 1)
@@ -398,11 +403,11 @@ FROM (
              AND isValidUTF8(s.status.message) AND length(s.status.message) <= ll_max_attribute_bytes
              AND ll_max_attribute_bytes >= 32
              AND length(arrayDistinct(arrayMap(kv -> kv.key, s.attributes))) = length(s.attributes)
-             AND {_attributes_ok("s.attributes", "match({k}, " + _PRINTABLE + ")", "ll_max_attribute_bytes")}
-             AS checked0
+             AS checked0, s.attributes AS key_values0, ll_max_attribute_bytes
       FROM (
         SELECT *, mapFromArrays(resource_keys, resource_values) AS resource,
                resource_checked
+               AND {_attributes_ok("resource_kvs", "resource_values", "isValidUTF8({k})", limit)}
                AND length(arrayStringConcat(resource_keys)) + length(arrayStringConcat(resource_values))
                    <= least(ll_max_span_bytes, {MAX_RESOURCE_BYTES}) AS resource_ok
         FROM (
@@ -411,9 +416,8 @@ FROM (
                  arrayMap(kv -> kv.key, rs.resource.attributes) AS resource_keys,
                  arrayMap(kv -> {_value_text("kv.value")}, rs.resource.attributes) AS resource_values,
                  length(arrayDistinct(arrayMap(kv -> kv.key, rs.resource.attributes)))
-                 = length(rs.resource.attributes)
-                 AND {_attributes_ok("rs.resource.attributes", "isValidUTF8({k})", "ll_max_attribute_bytes")}
-                 AS resource_checked
+                 = length(rs.resource.attributes) AS resource_checked,
+                 rs.resource.attributes AS resource_kvs
           FROM {database}.{LANDING}
           ARRAY JOIN resource_spans AS rs
         )
