@@ -145,6 +145,10 @@ class PendingRows:
         self._process, self._traces, self._prices = process, traces, prices
         self._future, self._failed = future, failed
 
+    def done(self) -> bool:
+        """Whether :meth:`result` would not wait for the worker (a build in the caller: always)."""
+        return self._future is None or self._future.done()
+
     def result(self) -> BuiltRows:
         """The rows, built by the worker or, if it could not, here. A build that fails in the
         worker raises as it would have here."""

@@ -52,10 +52,16 @@ MAX_WRITES_PER_STEP: Final = 16
 SPOOL_REFRESH_S: Final = 2.0
 """How often the spool is recounted from its directory (``latencylens spool replay`` moves files)."""
 _IDLE_WAKE_S: Final = 1.0
+_BODY_ROWS_POLL_S: Final = 0.01
+"""While the engine path's last batch has its rows built, how often the writer looks up from the
+queue to see whether they are done (it inserts the next batch as soon as one comes)."""
+BODY_BATCH_MIN_BYTES: Final = 2 * 1024 * 1024
+"""The engine path's batches are not cut below this (≈ 3,400 spans of the benchmark's exports, ≈ 620
+bytes a span): an INSERT costs ≈ 70 ms of planning before its first span, then ≈ 12 µs a span."""
 BODY_ROWS_HERE: Final = 1_000
 """On the engine path, rows built from at most this many spans are built in the writer: the
 worker's trip (pickling ≈ 4 µs a span, a few ms a call) pays when the build (≈ 28 µs a span)
-runs beside an INSERT (≥ 90 ms), not for a few spans (nor, for a collector that only sees those,
+runs beside an INSERT (≥ 70 ms), not for a few spans (nor, for a collector that only sees those,
 a worker process)."""
 
 
@@ -146,16 +152,19 @@ class Writer:
         # The collector's own ClickHouse calls must never be traced (and exported back to itself).
         otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         while True:
-            wait = 0.0 if self._replay_due() or self._body_rows is not None else self._idle_wait()
-            tickets = self.queue.take(
-                self.max_batch_spans, self.flush_interval_s, wait, max_bytes=self.max_batch_bytes
-            )
+            pending = self._body_rows
+            if self._replay_due():
+                wait = 0.0
+            else:
+                wait = self._idle_wait() if pending is None else min(_BODY_ROWS_POLL_S, self.flush_interval_s)
+            tickets = self.queue.take(self.max_batch_spans, self.flush_interval_s, wait, self._batch_bytes())
             if tickets:
                 started = time.thread_time()
                 self._flush(tickets)
                 self._charge(tickets, time.thread_time() - started)
-            elif self._body_rows is not None:
-                self._finish_body_rows()  # nothing to insert meanwhile
+            elif pending is not None:
+                if pending.rows.done() or self.queue.closed or self._replay_due():
+                    self._finish_body_rows()  # built, and nothing to insert meanwhile
             elif self.queue.closed:
                 self._rows.stop()
                 return
@@ -167,6 +176,20 @@ class Writer:
                 except Exception:  # keep the writer alive; the file stays for the next attempt
                     _log.exception("replaying the spool failed")
                     self._replay_retry_at = self._monotonic() + RETRY_MAX_S
+
+    def _batch_bytes(self) -> int | None:
+        """Most bytes of the next batch. While the engine path's last batch has its rows built (and
+        its exports wait for them), at most half of what waits in all: the next INSERT and that
+        build run side by side, so batches of equal size keep both busy. Without the bound, the
+        exports answered after each INSERT make the next batch, and batches alternate between
+        nearly all of them and the few left (28 and 4 bodies at 32 senders): the small INSERT
+        waits for the large build. Never below :data:`BODY_BATCH_MIN_BYTES`, though: halving a few
+        bodies would pay an INSERT's fixed cost for each couple."""
+        pending = self._body_rows
+        if pending is None:
+            return self.max_batch_bytes
+        half = max(BODY_BATCH_MIN_BYTES, (pending.nbytes + self.queue.bytes) // 2)
+        return half if self.max_batch_bytes is None else min(self.max_batch_bytes, half)
 
     def _charge(self, tickets: Sequence[Ticket], cpu_s: float) -> None:
         """Share a batch's CPU time among its projects by what each brought (spans, or body bytes)."""
@@ -410,6 +433,10 @@ class _BodyRows:
 
     tickets: list[Ticket]
     rows: PendingRows
+
+    @property
+    def nbytes(self) -> int:
+        return sum(ticket.nbytes for ticket in self.tickets)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
@@ -22,7 +23,7 @@ from pipeline_helpers import row_spans_by_project, stored_spans_by_project
 from latencylens_collector.intake.otlp import Limits
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor
-from latencylens_collector.pipeline.writer import BODY_ROWS_HERE
+from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES, BODY_ROWS_HERE
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.otlp_sql import BodyLimits
 from latencylens_collector.storage.store import Store
@@ -132,3 +133,47 @@ def test_rows_that_cannot_be_written_lose_no_span_and_no_answer(
     assert stored_spans_by_project(store) == {"default": 2_400}
     assert row_spans_by_project(store) == {}
     assert any("requests insert refused" in record.getMessage() for record in caplog.records)
+
+
+class HeldFirstInsert(Ingestor):
+    """Holds its first INSERT until released (so exports queue meanwhile) and records how many
+    bodies each INSERT took."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.release = threading.Event()
+        self.bodies_per_insert: list[int] = []
+
+    def insert_bodies(self, bodies: Sequence[tuple[str, bytes, BodyLimits]], batch_id: str) -> Any:
+        if not self.bodies_per_insert:
+            self.release.wait(60)
+        self.bodies_per_insert.append(len(bodies))
+        return super().insert_bodies(bodies, batch_id)
+
+
+def test_while_a_batch_has_its_rows_built_the_next_takes_half_of_what_waits(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """The next INSERT runs beside the last batch's build: batches of equal size keep both busy.
+    One body (≈ 0.87 MB) is being inserted while eight more queue: the next batch takes half of
+    the nine's bytes (≈ 3.9 MB, over BODY_BATCH_MIN_BYTES), so four bodies, then the other four."""
+    settings = make_settings(ingest_path="engine", flush_interval_ms=50)
+    store = Store(settings)
+    store.migrate()
+    ingestor = HeldFirstInsert(store)
+    pipeline = Pipeline(settings, ingestor)
+    pipeline.start()
+    try:
+        bodies = [body(900)] * 9  # sent again: stored once (the spans collapse), answered each time
+        assert 4 * len(bodies[0]) > BODY_BATCH_MIN_BYTES
+        first = pipeline.submit_body(bodies[0], "default", limits())
+        while pipeline.queue.bytes:  # until the writer took it
+            time.sleep(0.01)
+        rest = [pipeline.submit_body(b, "default", limits()) for b in bodies[1:]]
+        ingestor.release.set()
+        answers = [ticket.future.result(timeout=120) for ticket in [first, *rest]]
+    finally:
+        pipeline.stop()
+        store.close()
+    assert answers == [Outcome.STORED] * 9
+    assert ingestor.bodies_per_insert == [1, 4, 4]
