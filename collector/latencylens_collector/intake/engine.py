@@ -6,8 +6,9 @@ OTLP's ``resource_spans`` and nothing else), and queues the raw bytes; the write
 bodies at once and ClickHouse decodes and flattens them. A body the engine stored whole is
 answered with an empty ``ExportTraceServiceResponse`` (every span valid, nothing repaired, so no
 ``partial_success``). Any other body — its frame is not plain OTLP, it does not parse, a span is
-invalid or needs a repair, storage refuses writes — comes back to the receiver, which decodes it
-with :func:`~latencylens_collector.intake.otlp.decode` as if the engine path did not exist.
+invalid or needs a repair, storage refuses writes, it takes a trace past its span cap — comes back
+to the receiver, which decodes it with :func:`~latencylens_collector.intake.otlp.decode` as if the
+engine path did not exist.
 """
 
 from __future__ import annotations
@@ -37,10 +38,14 @@ def submit(pipeline: Pipeline, body: bytes, project: str, limits: Limits) -> Tic
         return pipeline.submit_body(body, project, checks)
 
 
-def answer(ticket: Ticket, protocol: str) -> DecodedBatch | None:
+def answer(pipeline: Pipeline, ticket: Ticket, protocol: str) -> DecodedBatch | None:
     """Once the ticket's future resolved: the answer of a body the engine stored, or None when
-    the receiver must decode it itself."""
+    the receiver must decode it itself: the engine did not store it whole, or it takes a trace
+    past its span cap (:meth:`~.pipeline.admission.TraceCap.admit_stored`: the Python path then
+    marks the spans past the cap, as for any export)."""
     if ticket.future.result() is not Outcome.STORED:
+        return None
+    if not pipeline.trace_cap.admit_stored(ticket.project, ticket.trace_spans):
         return None
     metrics.SPANS_RECEIVED.labels(protocol=protocol).inc(ticket.stored_spans)
     return DecodedBatch()

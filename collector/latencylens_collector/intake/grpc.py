@@ -171,7 +171,7 @@ class TraceReceiver(TraceServiceServicer):
         if ticket is None:
             return None
         ticket.future.result()
-        return engine.answer(ticket, PROTOCOL)
+        return engine.answer(self.pipeline, ticket, PROTOCOL)
 
     def _project(self, context: grpc.ServicerContext) -> str:
         metadata = {key.lower(): value for key, value in context.invocation_metadata()}

@@ -71,6 +71,22 @@ class TraceCap:
             marked.append(row)
         return marked, undo
 
+    def admit_stored(self, project: str, trace_spans: dict[bytes, int]) -> bool:
+        """Count spans the engine stored (by trace) if none of their traces goes past its cap with
+        them; else count nothing and return False: the body must take the Python path, whose
+        :meth:`admit` marks the spans past the cap (stored again, the marked copies replace the
+        engine's: ``spans`` keeps each span's latest insert)."""
+        with self._lock:
+            counts = self._counts
+            if any(counts.get((project, trace), 0) + n > self.cap for trace, n in trace_spans.items()):
+                return False
+            for trace, n in trace_spans.items():
+                key = (project, trace)
+                counts[key] = counts.pop(key, 0) + n  # now the most recently seen
+            while len(counts) > self.remembered:
+                counts.popitem(last=False)
+        return True
+
     def count(self, project: str, trace_id: bytes) -> int:
         """Spans admitted for this trace (0 once forgotten)."""
         with self._lock:

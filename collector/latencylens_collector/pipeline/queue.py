@@ -136,6 +136,8 @@ class Ticket:
     """What the engine checks the body against (:class:`~.storage.otlp_sql.BodyLimits`)."""
     stored_spans: int = 0
     """Spans the engine stored from ``body`` (set before the future resolves)."""
+    trace_spans: dict[bytes, int] = field(default_factory=dict)
+    """Those spans by trace (set with them), for the per-trace span cap."""
     pieces: list[Future[Outcome]] = field(default_factory=list)
     """Futures of the pieces already cut from this ticket and written before it (in turns)."""
     context: list[SpanRow] = field(default_factory=list)

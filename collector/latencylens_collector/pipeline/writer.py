@@ -302,7 +302,7 @@ class Writer:
         stored: list[Ticket] = []
         for ticket, verdict in zip(tickets, inserted.verdicts, strict=True):
             if verdict is not None and verdict.stored_all:
-                ticket.stored_spans = verdict.spans
+                ticket.stored_spans, ticket.trace_spans = verdict.spans, verdict.trace_spans
                 stored.append(ticket)
             else:
                 ticket.future.set_result(Outcome.TAKE_PYTHON_PATH)

@@ -30,6 +30,7 @@ the embedded engine reads it from a file in the data directory (:func:`insert_se
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -458,7 +459,7 @@ def statements(database: str) -> list[str]:
         f"SELECT {_SPAN_COLUMNS_SQL} FROM {db}.{FLAT}_{version} WHERE plain",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_verdicts_mv_{version} TO {db}.{VERDICTS} AS "
         "SELECT batch, seq, toUInt32(count()) AS spans, toUInt32(countIf(NOT plain)) AS not_plain, "
-        "any(project) AS project, groupUniqArrayIf(trace_id, plain) AS trace_ids "
+        "any(project) AS project, groupArrayIf(trace_id, plain) AS trace_ids "
         f"FROM {db}.{FLAT}_{version} GROUP BY batch, seq",
     ]
 
@@ -478,8 +479,13 @@ class Verdict:
     not_plain: int = 0
     """Spans it left to the Python path (then the whole body takes it)."""
     project: str = ""
-    trace_ids: set[bytes] = field(default_factory=set)
-    """Traces of the spans it stored."""
+    trace_spans: dict[bytes, int] = field(default_factory=dict)
+    """Spans it stored, by trace (the per-trace span cap counts them)."""
+
+    @property
+    def trace_ids(self) -> set[bytes]:
+        """Traces of the spans it stored."""
+        return set(self.trace_spans)
 
     @property
     def stored_all(self) -> bool:
@@ -489,7 +495,7 @@ class Verdict:
 def verdicts_sql(database: str) -> str:
     return (
         f"SELECT seq, sum(spans) AS spans, sum(not_plain) AS not_plain, any(project) AS project, "
-        f"groupUniqArrayArray(trace_ids) AS trace_ids FROM {database}.{VERDICTS} "
+        f"groupArrayArray(trace_ids) AS trace_ids FROM {database}.{VERDICTS} "
         "WHERE batch = {batch:String} GROUP BY seq"
     )
 
@@ -505,7 +511,7 @@ def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdic
                 int(row["spans"]),  # type: ignore[call-overload]
                 int(row["not_plain"]),  # type: ignore[call-overload]
                 str(row["project"]),
-                {bytes(tid) if not isinstance(tid, str) else tid.encode("latin-1") for tid in ids},  # type: ignore[attr-defined]
+                dict(Counter(bytes(t) if not isinstance(t, str) else t.encode("latin-1") for t in ids)),  # type: ignore[attr-defined]
             )
     return out
 

@@ -171,7 +171,7 @@ async def _by_engine(
     if ticket is None:
         return None
     await asyncio.wrap_future(ticket.future)
-    return engine.answer(ticket, PROTOCOL)
+    return engine.answer(pipeline, ticket, PROTOCOL)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

@@ -24,6 +24,7 @@ from pipeline_helpers import grpc_target, metric, span_counts, wait_until
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
 from latencylens_collector.auth import KeyStore
+from latencylens_collector.pipeline.reconciler import Reconciler
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
@@ -189,3 +190,48 @@ def test_storage_down_sends_bodies_to_the_python_path_and_the_spool(start_collec
     for spans in traces:
         assert len(restored.store.spans_of_traces([_trace_bytes(spans)])) == 4
         assert _request_row(restored.store, spans) is not None
+
+
+def _marked_span_ids(store, trace: bytes) -> set[bytes]:
+    """Span ids of the trace stored marked ``latencylens.trace.too_large`` (each span's latest copy)."""
+    rows = store.query(
+        f"SELECT span_id FROM {store.table('spans')} FINAL WHERE trace_id = {{trace:FixedString(16)}} "
+        "AND attributes['latencylens.trace.too_large'] = 'true'",
+        {"trace": trace},
+    )
+    return {bytes(row["span_id"]) for row in rows}
+
+
+def test_a_body_taking_a_trace_past_its_span_cap_is_marked_as_on_the_python_path(start_collector) -> None:
+    """max_trace_spans = 10. A first export brings 8 spans of a trace (stored by the engine, under
+    the cap), a second 6 more: 14 > 10, so the second takes the Python path, which marks its last
+    4 spans (the 11th to the 14th admitted). A collector on the Python path given the same two
+    exports marks the same 4 spans, and both rows say the trace was too large once the reconciler
+    wrote them (on the engine path the first row counted the second export's unmarked copies)."""
+    base = recent_base_ns()
+    trace_id = int.from_bytes(b"cap-trace-000001", "big")
+    root = new_span_id()
+    spans = [span("root", trace_id, root, None, base, base + 100 * MS)]
+    spans += [
+        span(f"step {i}", trace_id, new_span_id(), root, base + i * MS, base + (i + 1) * MS)
+        for i in range(13)
+    ]
+    first, second = protobuf_body(spans[:8]), protobuf_body(spans[8:])
+    marked: dict[str, set[bytes]] = {}
+    for path in ("engine", "python"):
+        running = start_collector(ingest_path=path, max_trace_spans=10)
+        for body in (first, second):
+            answer = _post(f"{running.url}/v1/traces", content=body, headers=PROTOBUF)
+            assert answer.status_code == 200 and not ExportTraceServiceResponse.FromString(
+                answer.content
+            ).HasField("partial_success")
+        trace = _trace_bytes(spans)
+        assert len(running.store.spans_of_traces([trace])) == 14
+        marked[path] = _marked_span_ids(running.store, trace)
+        # The trace's row past its cap is the reconciler's, from all its spans once settled (a
+        # piece past the cap is not read back): one pass, as the service runs them.
+        Reconciler(running.store, settle_s=0, lookback_s=3600).run_once()
+        row = _request_row(running.store, spans)
+        assert row is not None and row["provenance"]["trace"] == "too_large"
+    last_four = {s.context.span_id.to_bytes(8, "big") for s in spans[10:]}
+    assert marked == {"engine": last_four, "python": last_four}
