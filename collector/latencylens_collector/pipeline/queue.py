@@ -296,13 +296,19 @@ class BoundedQueue:
             self._cond.notify_all()
 
     def take(
-        self, max_spans: int, linger_s: float, idle_timeout_s: float, max_bytes: int | None = None
+        self,
+        max_spans: int,
+        linger_s: float,
+        idle_timeout_s: float,
+        max_bytes: int | None = None,
+        fill: tuple[int, float] | None = None,
     ) -> list[Ticket]:
         """The next batch: waits up to ``idle_timeout_s`` for a first ticket, then only while an
-        export is being decoded (more spans are about to arrive), and at most until ``max_spans``
-        spans or ``max_bytes`` bytes are queued or the oldest ticket has waited ``linger_s``
-        (closing flushes at once). The batch is the next project's turn (:meth:`_turn`).
-        Returns [] on idle timeout or when closed and empty."""
+        export is being decoded (more spans are about to arrive) or, with ``fill = (bytes,
+        seconds)``, while fewer than ``bytes`` are queued and the oldest ticket has waited less
+        than ``seconds``; and at most until ``max_spans`` spans or ``max_bytes`` bytes are queued
+        or the oldest ticket has waited ``linger_s`` (closing flushes at once). The batch is the
+        next project's turn (:meth:`_turn`). Returns [] on idle timeout or when closed and empty."""
         limit_bytes = self.capacity_bytes if max_bytes is None else max_bytes
         with self._cond:
             idle_until = self._monotonic() + idle_timeout_s
@@ -313,11 +319,17 @@ class BoundedQueue:
                 self._cond.wait(remaining)
             if not self._turns:
                 return []
-            flush_at = min(queue[0].enqueued_at for queue in self._queues.values()) + linger_s
-            while (
-                self._decoding and self._spans < max_spans and self._bytes < limit_bytes and not self._closed
-            ):
-                remaining = flush_at - self._monotonic()
+            oldest = min(queue[0].enqueued_at for queue in self._queues.values())
+            flush_at = oldest + linger_s
+            fill_bytes, fill_at = (0, oldest) if fill is None else (fill[0], oldest + min(fill[1], linger_s))
+            while self._spans < max_spans and self._bytes < limit_bytes and not self._closed:
+                now = self._monotonic()
+                if self._decoding:
+                    remaining = flush_at - now
+                elif self._bytes < fill_bytes:
+                    remaining = fill_at - now
+                else:
+                    break
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)

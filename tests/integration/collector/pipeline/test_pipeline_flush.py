@@ -75,16 +75,25 @@ class _Taker:
     """``queue.take`` in its own thread, so a take that blocks for good fails the test instead."""
 
     def __init__(
-        self, queue: BoundedQueue, max_spans: int, linger_s: float, clock: _Clock | None = None
+        self,
+        queue: BoundedQueue,
+        max_spans: int,
+        linger_s: float,
+        clock: _Clock | None = None,
+        fill: tuple[int, float] | None = None,
     ) -> None:
         self.batch: list[Ticket] | None = None
-        self._thread = threading.Thread(target=self._run, args=(queue, max_spans, linger_s), daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(queue, max_spans, linger_s, fill), daemon=True
+        )
         if clock is not None:
             clock.reader = self._thread
         self._thread.start()
 
-    def _run(self, queue: BoundedQueue, max_spans: int, linger_s: float) -> None:
-        self.batch = queue.take(max_spans, linger_s=linger_s, idle_timeout_s=HOUR)
+    def _run(
+        self, queue: BoundedQueue, max_spans: int, linger_s: float, fill: tuple[int, float] | None
+    ) -> None:
+        self.batch = queue.take(max_spans, linger_s=linger_s, idle_timeout_s=HOUR, fill=fill)
 
     def result(self) -> list[Ticket]:
         self._thread.join(BOUND_S)
@@ -228,3 +237,33 @@ def test_ingest_lone_exports_are_answered_without_the_linger_even_after_failed_o
         body = protobuf_body(chat_trace(recent_base_ns()))
         assert client.post(url, content=body, headers=protobuf).status_code == 200
     assert metric("latencylens_spans_written_total", source="direct") - stored_before == 12
+
+
+def _body_ticket(queue: BoundedQueue, nbytes: int) -> Ticket:
+    """An export body queued for the engine path (its bytes are what ``fill`` counts)."""
+    return queue.put([], nbytes, "default", body=b"\x0a\x00", limits=None)
+
+
+def test_pipeline_take_with_fill_waits_until_enough_bytes_are_queued() -> None:
+    """The engine path's writer asks for a fuller batch: with 1 KB queued of the 3 KB asked for, it
+    waits (the frozen clock never reaches the fill time), and takes all three once they are there."""
+    clock = _Clock()
+    queue = BoundedQueue(capacity_spans=100, monotonic=clock)
+    first = _body_ticket(queue, 1000)
+    taker = _Taker(queue, 100, HOUR, clock, fill=(3000, HOUR))
+    clock.wait_for_reads(2)  # waiting, with a ticket queued
+    second = _body_ticket(queue, 1000)
+    third = _body_ticket(queue, 1000)
+    assert taker.result() == [first, second, third]
+
+
+def test_pipeline_take_with_fill_flushes_when_the_oldest_has_waited_the_fill_time() -> None:
+    queue = BoundedQueue(capacity_spans=100)
+    fill_s = 0.2
+    ticket = _body_ticket(queue, 1000)
+    began = time.monotonic()
+    assert _Taker(queue, 100, HOUR, fill=(3000, fill_s)).result() == [ticket]
+    assert time.monotonic() - began >= fill_s - (began - ticket.enqueued_at)
+    # Enough queued already: no wait at all.
+    full = [_body_ticket(queue, 1500), _body_ticket(queue, 1500)]
+    assert _Taker(queue, 100, HOUR, fill=(3000, HOUR)).result() == full
