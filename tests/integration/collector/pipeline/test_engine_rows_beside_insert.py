@@ -151,29 +151,20 @@ class HeldFirstInsert(Ingestor):
         return super().insert_bodies(bodies, batch_id)
 
 
-def test_while_a_batch_has_its_rows_built_the_next_takes_half_of_what_waits(
-    make_settings: Callable[..., Settings],
-) -> None:
+def test_while_a_batch_has_its_rows_built_the_next_takes_half_of_what_waits(engine: Any) -> None:
     """The next INSERT runs beside the last batch's build: batches of equal size keep both busy.
     One body (≈ 0.87 MB) is being inserted while eight more queue: the next batch takes half of
     the nine's bytes (≈ 3.9 MB, over BODY_BATCH_MIN_BYTES), so four bodies, then the other four."""
-    settings = make_settings(ingest_path="engine", flush_interval_ms=50)
-    store = Store(settings)
-    store.migrate()
-    ingestor = HeldFirstInsert(store)
-    pipeline = Pipeline(settings, ingestor)
-    pipeline.start()
-    try:
-        bodies = [body(900)] * 9  # sent again: stored once (the spans collapse), answered each time
-        assert 4 * len(bodies[0]) > BODY_BATCH_MIN_BYTES
-        first = pipeline.submit_body(bodies[0], "default", limits())
-        while pipeline.queue.bytes:  # until the writer took it
-            time.sleep(0.01)
-        rest = [pipeline.submit_body(b, "default", limits()) for b in bodies[1:]]
-        ingestor.release.set()
-        answers = [ticket.future.result(timeout=120) for ticket in [first, *rest]]
-    finally:
-        pipeline.stop()
-        store.close()
+    pipeline, _ = engine(HeldFirstInsert)
+    ingestor = pipeline.writer.ingestor
+    assert isinstance(ingestor, HeldFirstInsert)
+    bodies = [body(900)] * 9  # sent again: stored once (the spans collapse), answered each time
+    assert 4 * len(bodies[0]) > BODY_BATCH_MIN_BYTES
+    first = pipeline.submit_body(bodies[0], "default", limits())
+    while pipeline.queue.bytes:  # until the writer took it
+        time.sleep(0.01)
+    rest = [pipeline.submit_body(b, "default", limits()) for b in bodies[1:]]
+    ingestor.release.set()
+    answers = [ticket.future.result(timeout=120) for ticket in [first, *rest]]
     assert answers == [Outcome.STORED] * 9
     assert ingestor.bodies_per_insert == [1, 4, 4]
