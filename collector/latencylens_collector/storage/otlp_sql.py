@@ -30,7 +30,6 @@ the embedded engine reads it from a file in the data directory (:func:`insert_se
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -436,11 +435,20 @@ _SPAN_COLUMNS_SQL: Final = (
 )
 
 
+_VERDICT_SELECT: Final = (
+    "SELECT batch, seq, toUInt32(count()) AS spans, toUInt32(countIf(NOT plain)) AS not_plain, "
+    "any(project) AS project, (sumMapIf([trace_id], [toUInt32(1)], plain)).1 AS trace_ids, "
+    "(sumMapIf([trace_id], [toUInt32(1)], plain)).2 AS trace_spans"
+)
+"""One row per body: its spans, those not plain, and the plain ones' traces with how many spans of
+each it stored (``trace_ids`` and ``trace_spans`` in step, for the per-trace span cap)."""
+
+
 def statements(database: str) -> list[str]:
     """The landing tables and their views, for a database (each ``IF NOT EXISTS``). The views'
     names carry a hash of their SQL, so a collector whose mapping changed makes its own."""
     flat_select = _flat_select(database)
-    version = hashlib.sha256((PROTO + flat_select).encode()).hexdigest()[:10]
+    version = hashlib.sha256((PROTO + flat_select + _VERDICT_SELECT).encode()).hexdigest()[:10]
     db = database
     return [
         f"CREATE TABLE IF NOT EXISTS {db}.{LANDING}_{version} ({LANDING_COLUMNS}) ENGINE = Null",
@@ -451,6 +459,7 @@ def statements(database: str) -> list[str]:
         "batch String, seq UInt32, "
         "spans UInt32, not_plain UInt32, project LowCardinality(String), trace_ids Array(FixedString(16))) "
         "ENGINE = MergeTree ORDER BY (batch, seq) TTL inserted + toIntervalDay(1)",
+        f"ALTER TABLE {db}.{VERDICTS} ADD COLUMN IF NOT EXISTS trace_spans Array(UInt32)",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.{FLAT}_mv_{version} TO {db}.{FLAT}_{version} AS "
         f"SELECT {_SPAN_COLUMNS_SQL}, batch, seq, plain FROM ("
         + flat_select.replace(f"{db}.{LANDING}", f"{db}.{LANDING}_{version}")
@@ -458,9 +467,7 @@ def statements(database: str) -> list[str]:
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_spans_mv_{version} TO {db}.spans AS "
         f"SELECT {_SPAN_COLUMNS_SQL} FROM {db}.{FLAT}_{version} WHERE plain",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_verdicts_mv_{version} TO {db}.{VERDICTS} AS "
-        "SELECT batch, seq, toUInt32(count()) AS spans, toUInt32(countIf(NOT plain)) AS not_plain, "
-        "any(project) AS project, groupArrayIf(trace_id, plain) AS trace_ids "
-        f"FROM {db}.{FLAT}_{version} GROUP BY batch, seq",
+        f"{_VERDICT_SELECT} FROM {db}.{FLAT}_{version} GROUP BY batch, seq",
     ]
 
 
@@ -495,7 +502,8 @@ class Verdict:
 def verdicts_sql(database: str) -> str:
     return (
         f"SELECT seq, sum(spans) AS spans, sum(not_plain) AS not_plain, any(project) AS project, "
-        f"groupArrayArray(trace_ids) AS trace_ids FROM {database}.{VERDICTS} "
+        f"(sumMap(trace_ids, trace_spans)).1 AS ids, (sumMap(trace_ids, trace_spans)).2 AS counts "
+        f"FROM {database}.{VERDICTS} "
         "WHERE batch = {batch:String} GROUP BY seq"
     )
 
@@ -506,12 +514,15 @@ def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdic
     for row in rows:
         seq = int(row["seq"])  # type: ignore[call-overload]
         if 0 <= seq < bodies:
-            ids = row["trace_ids"]
+            ids = row["ids"]
             out[seq] = Verdict(
                 int(row["spans"]),  # type: ignore[call-overload]
                 int(row["not_plain"]),  # type: ignore[call-overload]
                 str(row["project"]),
-                dict(Counter(bytes(t) if not isinstance(t, str) else t.encode("latin-1") for t in ids)),  # type: ignore[attr-defined]
+                {
+                    bytes(t) if not isinstance(t, str) else t.encode("latin-1"): int(n)
+                    for t, n in zip(ids, row["counts"], strict=True)  # type: ignore[call-overload]
+                },
             )
     return out
 
