@@ -171,6 +171,10 @@ class Writer:
             if tickets:
                 started = time.thread_time()
                 self._flush(tickets)
+                if pending is not None and self._body_rows is pending:
+                    # No INSERT of bodies took its place (spans only, storage refusing, a failed
+                    # INSERT): its exports are answered now, not after whatever comes next.
+                    self._finish_body_rows()
                 self._charge(tickets, time.thread_time() - started)
             elif pending is not None:
                 if pending.rows.done() or self.queue.closed or self._replay_due():

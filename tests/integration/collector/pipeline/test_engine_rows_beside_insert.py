@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from otlp_builders import chat_trace, protobuf_body, recent_base_ns
-from pipeline_helpers import row_spans_by_project, stored_spans_by_project
+from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project
 
 from latencylens_collector.intake.otlp import Limits
 from latencylens_collector.pipeline import Outcome, Pipeline
@@ -168,3 +168,28 @@ def test_while_a_batch_has_its_rows_built_the_next_takes_half_of_what_waits(engi
     answers = [ticket.future.result(timeout=120) for ticket in [first, *rest]]
     assert answers == [Outcome.STORED] * 9
     assert ingestor.bodies_per_insert == [1, 4, 4]
+
+
+def test_a_batch_waiting_for_its_rows_is_answered_while_span_exports_keep_coming(engine: Any) -> None:
+    """After a batch of bodies, only decoded exports (OTLP/JSON takes the Python path) arrive, one
+    every few ms, so the writer never finds the queue empty: the bodies' exports must still be
+    answered at the next flush, not when that traffic stops."""
+    pipeline, _ = engine()
+    body_answer = pipeline.submit_body(body(300), "default", limits()).future
+    stop = threading.Event()
+
+    def json_traffic() -> None:
+        number = 0
+        while not stop.is_set():
+            pipeline.submit(export("json", number, 3))
+            number += 1
+            time.sleep(0.003)
+
+    sender = threading.Thread(target=json_traffic, daemon=True)
+    sender.start()
+    try:
+        assert body_answer.result(timeout=10) is Outcome.STORED
+        assert sender.is_alive()  # answered while the traffic went on
+    finally:
+        stop.set()
+        sender.join(10)
