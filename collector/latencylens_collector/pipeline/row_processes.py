@@ -8,8 +8,8 @@ runs on the other core: the collector's threads only pickle the spans over (~4 Â
 wait with the GIL released.
 
 The reconciler builds through it too: a pass that rewrites long traces held the GIL for seconds.
-So does the engine path's writer, for every batch (:meth:`RowProcess.start`): the build runs
-while the writer inserts the next batch.
+So does the engine path's writer, for each batch of more than 1,000 spans
+(:meth:`RowProcess.start`): the build runs while the writer inserts the next batch.
 Builds from few spans (at most a writer's turn) run in the caller: the trip costs more than it
 saves. One worker, spawned at the first large build (a collector that never sees one never
 starts it), importing the analysis only (:mod:`~latencylens_collector.analysis.row_work`: ~25 MiB, 0.3 s).
