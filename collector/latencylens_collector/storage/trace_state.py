@@ -53,7 +53,7 @@ without FINAL (FINAL keeps each span's latest copy)."""
 
 _STORED_SPANS: Final = """
 SELECT trace_id, span_id, parent_span_id, service, name, span_kind, kind,
-       toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, '' AS status_message,
+       toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, '' AS no_message,
        attributes, toUnixTimestamp64Micro(inserted_at) AS inserted_us
 FROM {spans} FINAL
 WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
@@ -62,7 +62,8 @@ ORDER BY start_ns, span_id
 """The columns request rows are built from (not ``resource_attributes``, ``status_message`` nor
 ``events``: attribution never reads them) and each span's stamp, in one read, so a row's version
 describes exactly the spans it was computed from. The columns come in :class:`SpanRow`'s order
-up to ``attributes``, read by column: no dict per row."""
+up to ``attributes`` (an empty string where the status message would be), read by column: no
+dict per row."""
 
 _TOUCHED_IN: Final = """
 SELECT project, trace_id FROM {touched}
