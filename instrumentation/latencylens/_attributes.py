@@ -21,24 +21,31 @@ _SDK_MODULE: Final = "opentelemetry.sdk.trace"
 _SDK_SPANS: Final = frozenset({"Span", "_Span"})
 _SCALARS: Final = frozenset({str, int, float, bool})
 _TYPE_CACHE_LIMIT: Final = 64
+_NONE: Final[dict[str, Any]] = {}
 _direct: dict[type, bool] = {}
 """Span type → whether it is the SDK's own span, whose attributes can be stored directly."""
 
 
-def set_result_attributes(span: Span, attributes: dict[str, Any]) -> None:
-    """``span.set_attributes(attributes)``, stored directly where that gives the same result.
-    ``attributes`` is the caller's to give away: its lists may be replaced by tuples."""
+def set_result_attributes(span: Span, attributes: dict[str, Any], own: dict[str, Any] | None = None) -> None:
+    """``span.set_attributes(attributes)`` then ``span.set_attributes(own)``, stored directly where
+    that gives the same result. ``attributes`` is the caller's to give away: its lists may be
+    replaced by tuples. ``own``: attributes this package built itself, from ints, floats, bools and
+    strings, under its own non-empty names (a stream's counts and times), which cleaning could not
+    change, so they are stored without a look at each value."""
     cls = type(span)
     direct = _direct.get(cls)
     if direct is None:
         direct = cls.__module__ == _SDK_MODULE and cls.__name__ in _SDK_SPANS
         if len(_direct) < _TYPE_CACHE_LIMIT:
             _direct[cls] = direct
-    if not direct or not _store_directly(span, attributes):
-        span.set_attributes(attributes)
+    if direct and _store_directly(span, attributes, own or _NONE):
+        return
+    span.set_attributes(attributes)
+    if own:
+        span.set_attributes(own)
 
 
-def _store_directly(span: Any, attributes: dict[str, Any]) -> bool:
+def _store_directly(span: Any, attributes: dict[str, Any], own: dict[str, Any] = _NONE) -> bool:
     """Store ``attributes`` as cleaning would leave them (lists made tuples, in place); False, with
     nothing stored, when that could differ from ``set_attributes`` or the SDK's internals are not
     what this expects."""
@@ -67,13 +74,14 @@ def _store_directly(span: Any, attributes: dict[str, Any]) -> bool:
                 return False  # set_attributes warns, as it should
             with bounded._lock:
                 stored = bounded._dict
-                if bounded.maxlen is not None and len(stored) + len(attributes) > bounded.maxlen:
+                if bounded.maxlen is not None and len(stored) + len(attributes) + len(own) > bounded.maxlen:
                     return False
-                if not stored.keys().isdisjoint(attributes):
-                    for key in attributes:
-                        if key in stored:  # a key set again moves to the end, as in the SDK
-                            del stored[key]
-                stored.update(attributes)
+                for batch in (attributes, own):
+                    if not stored.keys().isdisjoint(batch):
+                        for key in batch:
+                            if key in stored:  # a key set again moves to the end, as in the SDK
+                                del stored[key]
+                    stored.update(batch)
     except AttributeError:
         return False
     return True

@@ -68,7 +68,7 @@ def meter(response: Any, span: Span, start_ns: int, adapter: ProviderAdapter) ->
     sink: _EventSink | _BodySink
     if _SSE in content_type or any(kind in content_type for kind in _NDJSON):
         state = adapter.new_stream_state()
-        sink = _EventSink(_StreamProxy(None, None, span, start_ns, state, True), _SSE not in content_type)
+        sink = _EventSink(_StreamProxy(None, span, start_ns, state, True), _SSE not in content_type)
     else:
         sink = _BodySink(span, adapter, headers)
     response.stream = _metered_class(base, is_async)(stream, sink)

@@ -30,6 +30,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 
 from latencylens import semconv
@@ -117,7 +118,8 @@ def call(shape: CallShape, func: Callable[..., Any], args: tuple[Any, ...], kwar
     if span is None:
         return func(*args, **kwargs)
     record = CallRecord(span) if shape.model and flags.hooks_installed else None
-    token = _attach(call_context(span, record))
+    ctx = call_context(span, record)
+    token = _attach(ctx)
     try:
         result = func(*args, **kwargs)
     except BaseException as exc:
@@ -125,7 +127,7 @@ def call(shape: CallShape, func: Callable[..., Any], args: tuple[Any, ...], kwar
         fail(span, exc)
         raise
     _detach(token)
-    return settle(shape, span, start, result, record, False)
+    return settle(shape, span, start, result, record, False, ctx)
 
 
 def call_async(
@@ -154,7 +156,8 @@ def call_async(
 
 async def awaited(shape: CallShape, span: Span, start: int, awaitable: Any, record: CallRecord | None) -> Any:
     """Await a traced call's coroutine inside its span's context, then settle what it gave."""
-    token = _attach(call_context(span, record))
+    ctx = call_context(span, record)
+    token = _attach(ctx)
     try:
         result = await awaitable
     except BaseException as exc:
@@ -162,7 +165,7 @@ async def awaited(shape: CallShape, span: Span, start: int, awaitable: Any, reco
         fail(span, exc)
         raise
     _detach(token)
-    return settle(shape, span, start, result, record, True)
+    return settle(shape, span, start, result, record, True, ctx)
 
 
 def fail(span: Span, exc: BaseException) -> None:
@@ -206,11 +209,18 @@ def result_kind(cls: type) -> int:
 
 
 def settle(
-    shape: CallShape, span: Span, start: int, result: Any, record: CallRecord | None, from_async: bool
+    shape: CallShape,
+    span: Span,
+    start: int,
+    result: Any,
+    record: CallRecord | None,
+    from_async: bool,
+    ctx: Context,
 ) -> Any:
     """Hand ``result`` back (a stream or manager behind a proxy that now owns ``span``), ending the
     span when nothing is left to wait for. An object iterable both ways (another instrumentation's
-    proxy, say) is taken the way the call was made: asynchronously from a coroutine."""
+    proxy, say) is taken the way the call was made: asynchronously from a coroutine. ``ctx``: the
+    call's context (``call_context(span, record)``), which a stream proxy attaches per chunk."""
     try:
         kind = _kinds.get(type(result))
         if kind is None:
@@ -230,7 +240,7 @@ def settle(
                     return ManagedStream(result, span, start, shape.adapter, record)
             elif shape.streams:
                 is_async = kind == _ASYNC or (kind == _BOTH and from_async)
-                return _stream_proxy(shape, span, start, result, record, is_async)
+                return _stream_proxy(shape, span, start, result, record, is_async, ctx)
     except Exception:
         _extract_failed(span)
     span.end()
@@ -238,14 +248,20 @@ def settle(
 
 
 def _stream_proxy(
-    shape: CallShape, span: Span, start: int, stream: Any, record: CallRecord | None, is_async: bool
+    shape: CallShape,
+    span: Span,
+    start: int,
+    stream: Any,
+    record: CallRecord | None,
+    is_async: bool,
+    ctx: Context,
 ) -> Any:
     """``stream`` behind a proxy that owns ``span``."""
     adapter = shape.adapter
     state = adapter.new_stream_state() if adapter is not None and shape.model else None
     if is_async:
-        return AsyncSpanStream(stream, span, start, state, shape.model, record)
-    return SpanStream(stream, span, start, state, shape.model, record)
+        return AsyncSpanStream(stream, span, start, state, shape.model, record, ctx)
+    return SpanStream(stream, span, start, state, shape.model, record, ctx)
 
 
 def _read_model_result(

@@ -17,14 +17,40 @@ from types import TracebackType
 from typing import Any
 
 from opentelemetry import context as otel_context
+from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
-from latencylens import semconv
 from latencylens._attributes import set_result_attributes
 from latencylens._callctx import CallRecord, call_context
 from latencylens._guard import internal_error, mark_failed
 from latencylens.providers._base import StreamState
-from latencylens.streamstats import inter_token_latency_ns, output_tokens_per_second, summarize_gaps
+from latencylens.semconv import (
+    END_ABANDONED,
+    END_COMPLETED,
+    END_ERROR,
+    GEN_AI_REQUEST_STREAM,
+    GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    PROVENANCE_ITL,
+    PROVENANCE_TTFT,
+    PROVIDER_EXTRACT_ERRORS,
+    SOURCE_ESTIMATED,
+    SOURCE_MEASURED,
+    STREAM_CHUNKS,
+    STREAM_COMPLETED,
+    STREAM_CONTENT_CHUNKS,
+    STREAM_END_REASON,
+    STREAM_FIRST_CONTENT_NS,
+    STREAM_GAP_MAX_NS,
+    STREAM_GAP_MEAN_NS,
+    STREAM_GAP_P50_NS,
+    STREAM_GAP_P90_NS,
+    STREAM_GAP_P99_NS,
+    STREAM_ITL_NS,
+    STREAM_LAST_CHUNK_NS,
+    STREAM_OUTPUT_TOKENS_PER_SECOND,
+)
+from latencylens.streamstats import inter_token_latency_ns, output_tokens_per_second, sorted_gap_stats
 
 _OWN_PREFIX = "_ll_"
 _time_ns = time.time_ns  # bound once: read per chunk
@@ -49,20 +75,28 @@ class _StreamProxy:
         "_ll_times",
     )
 
+    _ll_step = "__next__"
+    """The method that makes the wrapped object's next chunk; an object without it is opened."""
+
+    @staticmethod
+    def _ll_open(inner: Any) -> Any:
+        """Nothing to open: the body meter (``_body``) records chunks it parses itself."""
+        return inner
+
     def __init__(
         self,
         inner: Any,
-        it: Any,
         span: Span,
         start_ns: int,
-        state: StreamState | None,
-        measure: bool,
+        state: StreamState | None = None,
+        measure: bool = True,
         record: CallRecord | None = None,
+        ctx: Context | None = None,
     ) -> None:
         self._ll_inner = inner
-        self._ll_it = it
+        self._ll_it = inner if hasattr(type(inner), self._ll_step) else self._ll_open(inner)
         self._ll_span = span
-        self._ll_ctx = call_context(span, record)
+        self._ll_ctx = call_context(span, record) if ctx is None else ctx
         self._ll_start = start_ns
         self._ll_state = state
         self._ll_measure = measure
@@ -116,74 +150,71 @@ class _StreamProxy:
         try:
             failed = exc is not None and not isinstance(exc, GeneratorExit)
             if self._ll_measure:
-                set_result_attributes(span, self._ll_attributes(completed, failed))
-            if exc is not None and not isinstance(exc, GeneratorExit):
+                set_result_attributes(span, *self._ll_attributes(completed, failed))
+            if failed and exc is not None:
                 mark_failed(span, exc)
         except Exception:
             internal_error("finishing a stream span")
         finally:
             span.end()
 
-    def _ll_attributes(self, completed: bool, failed: bool) -> dict[str, Any]:
+    def _ll_attributes(self, completed: bool, failed: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        """What the span ends with: the usage the chunks reported (the adapter's attributes), then
+        this proxy's own: chunk counts, how the stream ended, first and last chunk, ITL, output rate
+        and gap percentiles (ints, floats, bools and our constants: stored without a look at each).
+        Written straight through, names bound at import: it runs once per streamed call."""
         start = self._ll_start
-        if completed:
-            end_reason = semconv.END_COMPLETED
-        else:
-            end_reason = semconv.END_ERROR if failed else semconv.END_ABANDONED
-        attributes: dict[str, Any] = {
-            semconv.GEN_AI_REQUEST_STREAM: True,
-            semconv.STREAM_CHUNKS: self._ll_chunks,
-            semconv.STREAM_CONTENT_CHUNKS: len(self._ll_times),
-            semconv.STREAM_COMPLETED: completed,
-            semconv.STREAM_END_REASON: end_reason,
-        }
+        usage: dict[str, Any] = {}
         output_tokens: int | None = None
-        if self._ll_state is not None:
+        state = self._ll_state
+        if state is not None:
             try:
-                usage = self._ll_state.usage()
-                output_tokens = usage.output_tokens
-                attributes.update(usage.to_attributes())
+                usage = state.usage_attributes()
+                output_tokens = usage.get(GEN_AI_USAGE_OUTPUT_TOKENS)
             except Exception:
+                usage = {}
                 self._ll_errors += 1
                 internal_error("stream usage")
+        if type(output_tokens) is not int:
+            output_tokens = None  # only a count feeds ITL and the rate (adapters give ints)
         times = self._ll_times
-        first, last = (times[0] if times else None), self._ll_last
-        if times and self._ll_state is not None and self._ll_state.decode_ends_at_last_content:
-            last = times[-1]  # what follows the content is bookkeeping (Anthropic's message_delta/stop)
-        if first is not None:
-            attributes[semconv.STREAM_FIRST_CONTENT_NS] = first - start
-            attributes[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (first - start) / 1e9
-            attributes[semconv.PROVENANCE_TTFT] = semconv.SOURCE_MEASURED
+        attributes: dict[str, Any] = {}
+        attributes[GEN_AI_REQUEST_STREAM] = True
+        attributes[STREAM_CHUNKS] = self._ll_chunks
+        attributes[STREAM_CONTENT_CHUNKS] = len(times)
+        attributes[STREAM_COMPLETED] = completed
+        attributes[STREAM_END_REASON] = END_COMPLETED if completed else END_ERROR if failed else END_ABANDONED
+        last = self._ll_last
         if last is not None:
-            attributes[semconv.STREAM_LAST_CHUNK_NS] = last - start
-        if first is not None and last is not None:
-            self._ll_timing(attributes, first, last, output_tokens)
+            if times and state is not None and state.decode_ends_at_last_content:
+                last = times[-1]  # what follows the content is bookkeeping (Anthropic's message_delta/stop)
+            attributes[STREAM_LAST_CHUNK_NS] = last - start
+        if times:
+            first = times[0]
+            attributes[STREAM_FIRST_CONTENT_NS] = first - start
+            attributes[GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (first - start) / 1e9
+            attributes[PROVENANCE_TTFT] = SOURCE_MEASURED
+            if last is not None:
+                tokens, source = output_tokens, SOURCE_MEASURED
+                if tokens is None:
+                    tokens, source = len(times), SOURCE_ESTIMATED
+                itl = inter_token_latency_ns(first, last, tokens)
+                if itl is not None:
+                    attributes[STREAM_ITL_NS] = itl
+                    attributes[PROVENANCE_ITL] = source
+                rate = output_tokens_per_second(tokens, last - start)
+                if rate is not None:
+                    attributes[STREAM_OUTPUT_TOKENS_PER_SECOND] = rate
+                if len(times) > 1:  # consecutive differences and their order, in C
+                    mean, p50, p90, p99, top = sorted_gap_stats(sorted(map(sub, times[1:], times)))
+                    attributes[STREAM_GAP_MEAN_NS] = mean
+                    attributes[STREAM_GAP_P50_NS] = p50
+                    attributes[STREAM_GAP_P90_NS] = p90
+                    attributes[STREAM_GAP_P99_NS] = p99
+                    attributes[STREAM_GAP_MAX_NS] = top
         if self._ll_errors:
-            attributes[semconv.PROVIDER_EXTRACT_ERRORS] = self._ll_errors
-        return attributes
-
-    def _ll_timing(
-        self, attributes: dict[str, Any], first: int, last: int, output_tokens: int | None
-    ) -> None:
-        """ITL, output rate and gap percentiles, computed once from the recorded integers."""
-        tokens, source = output_tokens, semconv.SOURCE_MEASURED
-        times = self._ll_times
-        if tokens is None:
-            tokens, source = len(times), semconv.SOURCE_ESTIMATED
-        itl = inter_token_latency_ns(first, last, tokens)
-        if itl is not None:
-            attributes[semconv.STREAM_ITL_NS] = itl
-            attributes[semconv.PROVENANCE_ITL] = source
-        rate = output_tokens_per_second(tokens, last - self._ll_start)
-        if rate is not None:
-            attributes[semconv.STREAM_OUTPUT_TOKENS_PER_SECOND] = rate
-        gaps = summarize_gaps(list(map(sub, times[1:], times)))  # consecutive differences, in C
-        if gaps is not None:
-            attributes[semconv.STREAM_GAP_MEAN_NS] = gaps.mean_ns
-            attributes[semconv.STREAM_GAP_P50_NS] = gaps.p50_ns
-            attributes[semconv.STREAM_GAP_P90_NS] = gaps.p90_ns
-            attributes[semconv.STREAM_GAP_P99_NS] = gaps.p99_ns
-            attributes[semconv.STREAM_GAP_MAX_NS] = gaps.max_ns
+            attributes[PROVIDER_EXTRACT_ERRORS] = self._ll_errors
+        return usage, attributes
 
 
 class SpanStream(_StreamProxy):
@@ -191,17 +222,9 @@ class SpanStream(_StreamProxy):
 
     __slots__ = ()
 
-    def __init__(
-        self,
-        inner: Any,
-        span: Span,
-        start_ns: int,
-        state: StreamState | None = None,
-        measure: bool = True,
-        record: CallRecord | None = None,
-    ) -> None:
-        it = inner if hasattr(type(inner), "__next__") else iter(inner)
-        super().__init__(inner, it, span, start_ns, state, measure, record)
+    @staticmethod
+    def _ll_open(inner: Any) -> Any:
+        return iter(inner)
 
     def __iter__(self) -> SpanStream:
         return self
@@ -268,17 +291,11 @@ class AsyncSpanStream(_StreamProxy):
 
     __slots__ = ()
 
-    def __init__(
-        self,
-        inner: Any,
-        span: Span,
-        start_ns: int,
-        state: StreamState | None = None,
-        measure: bool = True,
-        record: CallRecord | None = None,
-    ) -> None:
-        it = inner if hasattr(type(inner), "__anext__") else inner.__aiter__()
-        super().__init__(inner, it, span, start_ns, state, measure, record)
+    _ll_step = "__anext__"
+
+    @staticmethod
+    def _ll_open(inner: Any) -> Any:
+        return inner.__aiter__()
 
     def __aiter__(self) -> AsyncSpanStream:
         return self

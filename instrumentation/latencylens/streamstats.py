@@ -16,6 +16,7 @@ __all__ = [
     "inter_token_latency_ns",
     "nearest_rank",
     "output_tokens_per_second",
+    "sorted_gap_stats",
     "summarize_gaps",
 ]
 
@@ -45,13 +46,20 @@ def summarize_gaps(gaps: list[int]) -> GapSummary | None:
     """Mean (floored), p50, p90, p99 and max of ``gaps``; ``None`` when there are none."""
     if not gaps:
         return None
-    ordered = sorted(gaps)
-    return GapSummary(
-        mean_ns=sum(ordered) // len(ordered),
-        p50_ns=nearest_rank(ordered, 50),
-        p90_ns=nearest_rank(ordered, 90),
-        p99_ns=nearest_rank(ordered, 99),
-        max_ns=ordered[-1],
+    return GapSummary(*sorted_gap_stats(sorted(gaps)))
+
+
+def sorted_gap_stats(ordered: list[int]) -> tuple[int, int, int, int, int]:
+    """``(mean, p50, p90, p99, max)`` of a non-empty ascending list, as :func:`summarize_gaps` gives
+    them: the stream proxy calls this once per stream, so :func:`nearest_rank` is written out
+    (``ceil(percent * count / 100) - 1``, never below 0 for a non-empty list)."""
+    count = len(ordered)
+    return (
+        sum(ordered) // count,
+        ordered[-(-50 * count // 100) - 1],
+        ordered[-(-90 * count // 100) - 1],
+        ordered[-(-99 * count // 100) - 1],
+        ordered[-1],
     )
 
 

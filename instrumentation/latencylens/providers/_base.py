@@ -133,6 +133,26 @@ class StreamState(Protocol):
         """What the chunks seen so far reported (usage usually arrives in the final chunk)."""
         ...
 
+    def usage_attributes(self) -> dict[str, Any]:
+        """Exactly ``usage().to_attributes()``: what the stream's span ends with."""
+        ...
+
+
+class StreamStateBase:
+    """Defaults for a :class:`StreamState`: decode ends at the last chunk, and the usage attributes
+    are built from :meth:`usage` (a state may build the same dict directly where that is measurably
+    cheaper: it runs once per streamed call)."""
+
+    __slots__ = ()
+
+    decode_ends_at_last_content = False
+
+    def usage(self) -> Usage:
+        raise NotImplementedError
+
+    def usage_attributes(self) -> dict[str, Any]:
+        return self.usage().to_attributes()
+
 
 class ProviderAdapter(Protocol):
     """What the generic model-call wrapper needs from a provider module."""

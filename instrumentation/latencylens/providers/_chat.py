@@ -13,6 +13,7 @@ from typing import Any
 
 from latencylens.providers._base import (
     BaseAdapter,
+    StreamStateBase,
     Usage,
     as_int,
     field_of,
@@ -134,11 +135,27 @@ class ChatCompletionsAdapter(BaseAdapter):
             self.read_headers(headers, out)
         return out
 
+    def stream_usage(
+        self, holder: Any, response_id: str | None, model: str | None, reasons: list[str]
+    ) -> Usage:
+        """A stream's usage: what the chunk ``holder`` carried (``None`` if usage never came), with
+        the response id, model and finish reasons its chunks gave."""
+        out = Usage(response_model=model, response_id=response_id, finish_reasons=list(reasons))
+        self.read_usage(holder, out)
+        return out
+
+    def stream_attributes(
+        self, holder: Any, response_id: str | None, model: str | None, reasons: list[str]
+    ) -> dict[str, Any]:
+        """Exactly ``stream_usage(...).to_attributes()``; an adapter may build the same dict directly
+        where that is measurably cheaper (it runs once per streamed call)."""
+        return self.stream_usage(holder, response_id, model, reasons).to_attributes()
+
     def new_stream_state(self) -> ChatStreamState:
         return ChatStreamState(self)
 
 
-class ChatStreamState:
+class ChatStreamState(StreamStateBase):
     """Sees each Chat Completions chunk once; usage comes from the last chunk that carried it.
 
     Per chunk: one pass over ``choices`` (content and finish reason), and one ``usage`` lookup;
@@ -146,36 +163,37 @@ class ChatStreamState:
     repeat, so once a type is known to be an SDK object its fields are read with plain ``getattr``.
     """
 
-    decode_ends_at_last_content = False
-
     __slots__ = (
         "_adapter",
         "_carries",
         "_choice_type",
         "_chunk_type",
         "_delta_type",
-        "_meta",
+        "_finish_reasons",
+        "_response_id",
+        "_response_model",
         "_usage_chunk",
     )
 
     def __init__(self, adapter: ChatCompletionsAdapter) -> None:
         self._adapter = adapter
         self._carries = adapter.carries_usage
-        self._meta = Usage()
+        self._response_id: str | None = None
+        self._response_model: str | None = None
+        self._finish_reasons: list[str] = []
         self._usage_chunk: Any = None
         self._chunk_type: type | None = None
         self._choice_type: type | None = None
         self._delta_type: type | None = None
 
     def record_chunk(self, chunk: Any) -> bool:
-        meta = self._meta
-        if meta.response_id is None:
+        if self._response_id is None:
             response_id = field_of(chunk, "id")
             if isinstance(response_id, str):
-                meta.response_id = response_id
+                self._response_id = response_id
             model = field_of(chunk, "model")
             if isinstance(model, str):
-                meta.response_model = model
+                self._response_model = model
         if self._carries(chunk):
             self._usage_chunk = chunk
         cls = type(chunk)
@@ -215,14 +233,15 @@ class ChatStreamState:
                     text = field_of(delta, "content")
                 content = type(text) is str and text != ""  # nonempty_text, inlined: runs per chunk
             if reason:
-                meta.finish_reasons.append(str(reason))
+                self._finish_reasons.append(str(reason))
         return content
 
     def usage(self) -> Usage:
-        out = Usage(
-            response_model=self._meta.response_model,
-            response_id=self._meta.response_id,
-            finish_reasons=list(self._meta.finish_reasons),
+        return self._adapter.stream_usage(
+            self._usage_chunk, self._response_id, self._response_model, self._finish_reasons
         )
-        self._adapter.read_usage(self._usage_chunk, out)
-        return out
+
+    def usage_attributes(self) -> dict[str, Any]:
+        return self._adapter.stream_attributes(
+            self._usage_chunk, self._response_id, self._response_model, self._finish_reasons
+        )

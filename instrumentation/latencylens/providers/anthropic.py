@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latencylens.providers._base import BaseAdapter, Usage, field_of, nonempty_text, take_int
+from latencylens.providers._base import BaseAdapter, StreamStateBase, Usage, field_of, nonempty_text, take_int
 
 _INPUT = "usage.input_tokens"
 _OUTPUT = "usage.output_tokens"
@@ -68,7 +68,7 @@ class AnthropicAdapter(BaseAdapter):
         return AnthropicStreamState()
 
 
-class AnthropicStreamState:
+class AnthropicStreamState(StreamStateBase):
     """Keeps ``message_start``'s message and the usage of the last ``message_delta``."""
 
     decode_ends_at_last_content = True

@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latencylens.providers._base import BaseAdapter, Usage, field_of, nonempty_text, take_int, take_ms
+from latencylens.providers._base import (
+    BaseAdapter,
+    StreamStateBase,
+    Usage,
+    field_of,
+    nonempty_text,
+    take_int,
+    take_ms,
+)
 
 
 def _read(usage: Any, metrics: Any, out: Usage) -> None:
@@ -58,10 +66,8 @@ class BedrockAdapter(BaseAdapter):
         return BedrockStreamState()
 
 
-class BedrockStreamState:
+class BedrockStreamState(StreamStateBase):
     """Content is ``contentBlockDelta.delta.text`` (or reasoning text); usage is the ``metadata`` event."""
-
-    decode_ends_at_last_content = False
 
     __slots__ = ("_metadata", "_stop")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latencylens.providers._base import BaseAdapter, Usage, field_of, nonempty_text, take_int
+from latencylens.providers._base import BaseAdapter, StreamStateBase, Usage, field_of, nonempty_text, take_int
 
 
 def _either(obj: Any, snake: str, camel: str) -> Any:
@@ -78,10 +78,8 @@ class GeminiAdapter(BaseAdapter):
         return GeminiStreamState()
 
 
-class GeminiStreamState:
+class GeminiStreamState(StreamStateBase):
     """Keeps the last chunk that carried usage metadata."""
-
-    decode_ends_at_last_content = False
 
     __slots__ = ("_last", "_usage_chunk")
 

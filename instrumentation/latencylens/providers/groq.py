@@ -73,6 +73,64 @@ def _timed_usage(x_groq: Any, usage: Any) -> tuple[Any, str]:
     return usage, "usage"
 
 
+def _usual_attributes(
+    x_groq: Any, usage: Any, response_id: str | None, model: str | None, reasons: list[str]
+) -> dict[str, Any] | None:
+    """What ``Usage.to_attributes`` gives for the usage Groq sends (token counts as ints, no token
+    details, all four timings as floats), built directly; ``None`` for anything else."""
+    # _timed_usage, with the timed object's fields read once: x_groq.usage if it has a timing
+    x_usage = field_of(x_groq, "usage") if x_groq is not None else None
+    values = fields_of(x_usage, _USAGE_FIELDS) if x_usage is not None else None
+    if values is not None and (values[4] is not None or values[7] is not None):  # queue or total time
+        prefix = "x_groq.usage"
+    elif usage is not None:
+        values, prefix = fields_of(usage, _USAGE_FIELDS), "usage"
+    else:
+        return None
+    (
+        prompt_tokens,
+        completion_tokens,
+        prompt_details,
+        completion_details,
+        queue,
+        prompt,
+        completion,
+        total,
+    ) = values
+    if (
+        type(prompt_tokens) is not int
+        or type(completion_tokens) is not int
+        or prompt_details is not None
+        or completion_details is not None
+        or type(queue) is not float
+        or type(prompt) is not float
+        or type(completion) is not float
+        or type(total) is not float
+    ):
+        return None
+    queue_ns = round(queue * 1e9)
+    attributes: dict[str, Any] = {
+        GEN_AI_USAGE_INPUT_TOKENS: prompt_tokens,
+        GEN_AI_USAGE_OUTPUT_TOKENS: completion_tokens,
+        PROVIDER_QUEUE_NS: queue_ns,
+        PROVENANCE_QUEUE: SOURCE_REPORTED,
+        PROVIDER_PREFILL_NS: round(prompt * 1e9),
+        PROVENANCE_PREFILL: SOURCE_REPORTED,
+        PROVIDER_DECODE_NS: round(completion * 1e9),
+        PROVENANCE_DECODE: SOURCE_REPORTED,
+        PROVIDER_SERVER_TOTAL_NS: queue_ns + round(total * 1e9),
+        PROVENANCE_SERVER_TOTAL: SOURCE_DERIVED,
+    }
+    if model is not None:
+        attributes[GEN_AI_RESPONSE_MODEL] = model
+    if response_id is not None:
+        attributes[GEN_AI_RESPONSE_ID] = response_id
+    if reasons:
+        attributes[GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+    attributes[PROVIDER_FIELDS_REPORTED] = list(_ALL_REPORTED[prefix])
+    return attributes
+
+
 class GroqAdapter(ChatCompletionsAdapter):
     """Token counts and Groq's reported server time."""
 
@@ -94,52 +152,25 @@ class GroqAdapter(ChatCompletionsAdapter):
         sends (id, model, choices, every usage field a number, no token details); anything else takes
         the general path. Equivalence is pinned by tests over complete and partial replies."""
         response_id, model, choices, x_groq, usage = fields_of(response, _RESPONSE_FIELDS)
-        usage, prefix = _timed_usage(x_groq, usage)
         # Headers need no look: Groq sends no timing headers (``read_headers`` is the no-op).
-        if usage is None or type(response_id) is not str or type(model) is not str:
-            return self.extract(response, headers).to_attributes()
-        (
-            prompt_tokens,
-            completion_tokens,
-            prompt_details,
-            completion_details,
-            queue,
-            prompt,
-            completion,
-            total,
-        ) = fields_of(usage, _USAGE_FIELDS)
-        if (
-            type(prompt_tokens) is not int
-            or type(completion_tokens) is not int
-            or prompt_details is not None
-            or completion_details is not None
-            or type(queue) is not float
-            or type(prompt) is not float
-            or type(completion) is not float
-            or type(total) is not float
-            or type(choices) is not list
-        ):
-            return self.extract(response, headers).to_attributes()
-        queue_ns = round(queue * 1e9)
-        attributes: dict[str, Any] = {
-            GEN_AI_USAGE_INPUT_TOKENS: prompt_tokens,
-            GEN_AI_USAGE_OUTPUT_TOKENS: completion_tokens,
-            PROVIDER_QUEUE_NS: queue_ns,
-            PROVENANCE_QUEUE: SOURCE_REPORTED,
-            PROVIDER_PREFILL_NS: round(prompt * 1e9),
-            PROVENANCE_PREFILL: SOURCE_REPORTED,
-            PROVIDER_DECODE_NS: round(completion * 1e9),
-            PROVENANCE_DECODE: SOURCE_REPORTED,
-            PROVIDER_SERVER_TOTAL_NS: queue_ns + round(total * 1e9),
-            PROVENANCE_SERVER_TOTAL: SOURCE_DERIVED,
-            GEN_AI_RESPONSE_MODEL: model,
-            GEN_AI_RESPONSE_ID: response_id,
-        }
-        reasons = [str(reason) for choice in choices if (reason := field_of(choice, "finish_reason"))]
-        if reasons:
-            attributes[GEN_AI_RESPONSE_FINISH_REASONS] = reasons
-        attributes[PROVIDER_FIELDS_REPORTED] = list(_ALL_REPORTED[prefix])
-        return attributes
+        if type(response_id) is str and type(model) is str and type(choices) is list:
+            reasons = [str(reason) for choice in choices if (reason := field_of(choice, "finish_reason"))]
+            attributes = _usual_attributes(x_groq, usage, response_id, model, reasons)
+            if attributes is not None:
+                return attributes
+        return self.extract(response, headers).to_attributes()
+
+    def stream_attributes(
+        self, holder: Any, response_id: str | None, model: str | None, reasons: list[str]
+    ) -> dict[str, Any]:
+        """``stream_usage(...).to_attributes()``, built in one pass when the final chunk carries the
+        usage Groq sends (pinned by the same tests as :meth:`response_attributes`)."""
+        if holder is not None:
+            x_groq, usage = fields_of(holder, _HOLDER_FIELDS)
+            attributes = _usual_attributes(x_groq, usage, response_id, model, list(reasons))
+            if attributes is not None:
+                return attributes
+        return self.stream_usage(holder, response_id, model, reasons).to_attributes()
 
     def read_usage(self, holder: Any, out: Usage) -> None:
         x_groq, usage = fields_of(holder, _HOLDER_FIELDS)

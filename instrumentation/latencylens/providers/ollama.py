@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latencylens.providers._base import BaseAdapter, Usage, field_of, nonempty_text, take_int, take_ns
+from latencylens.providers._base import (
+    BaseAdapter,
+    StreamStateBase,
+    Usage,
+    field_of,
+    nonempty_text,
+    take_int,
+    take_ns,
+)
 
 _QUEUE_DERIVED = frozenset({"queue"})
 
@@ -51,10 +59,8 @@ class OllamaAdapter(BaseAdapter):
         return OllamaStreamState()
 
 
-class OllamaStreamState:
+class OllamaStreamState(StreamStateBase):
     """Content is ``message.content`` / ``message.thinking`` (chat) or ``response`` (generate)."""
-
-    decode_ends_at_last_content = False
 
     __slots__ = ("_final",)
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from latencylens.providers._base import (
+    StreamStateBase,
     Usage,
     field_of,
     header,
@@ -96,10 +97,8 @@ class OpenAIAdapter(ChatCompletionsAdapter):
         return OpenAIStreamState(self)
 
 
-class OpenAIStreamState:
+class OpenAIStreamState(StreamStateBase):
     """Chat chunks or Responses events, told apart by the first item (events have a ``type``)."""
-
-    decode_ends_at_last_content = False
 
     __slots__ = ("_chat", "_final", "_meta", "_responses")
 
@@ -131,3 +130,8 @@ class OpenAIStreamState:
         out = Usage()
         read_responses_usage(self._final if self._final is not None else self._meta, out)
         return out
+
+    def usage_attributes(self) -> dict[str, Any]:
+        if not self._responses:
+            return self._chat.usage_attributes()
+        return self.usage().to_attributes()

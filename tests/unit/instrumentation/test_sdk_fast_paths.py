@@ -209,3 +209,98 @@ def test_fast_stream_state_reads_each_chunk_type_like_has_content() -> None:
         usage = state.usage()
         assert (usage.input_tokens, usage.output_tokens, usage.queue_ns) == (45, 662, 41_905_864)
         assert usage.finish_reasons == ["stop"]
+
+
+def _stream_variant(change: str) -> list[dict[str, Any]]:
+    """A Groq stream (content chunks, then a final chunk with ``x_groq.usage``) with one thing
+    changed; the final chunk's usage gets the same changes as a complete reply's (``_variant``)."""
+    reply = _variant(change if change in CHANGES else "none")
+    first = _chunk({"role": "assistant"})
+    final = _chunk({}, "stop")
+    final["x_groq"] = {"id": "req_1", "usage": reply["usage"]} if "usage" in reply else {"id": "req_1"}
+    if change == "timed x_groq.usage":  # a stream with both: the top-level one as include_usage sends it
+        final["usage"] = dict(USAGE)
+    elif change == "top-level usage only":
+        final["usage"] = final["x_groq"].pop("usage")
+    elif change == "cache-stat x_groq.usage":
+        final["usage"] = dict(USAGE)
+        final["x_groq"]["usage"] = reply["x_groq"]["usage"]
+    elif change == "x_groq.usage with total_time only":  # still the timed one: read from there
+        final["usage"] = dict(USAGE)
+        final["x_groq"]["usage"] = {"total_time": 2.656170478}
+    chunks = [first, _chunk({"content": "a"}), final]
+    if change == "no finish reason":
+        final["choices"][0]["finish_reason"] = None
+    elif change == "no id":
+        for chunk in chunks:
+            del chunk["id"]
+    elif change == "two finish reasons":
+        first["choices"].append({"index": 1, "delta": {}, "finish_reason": "length"})
+    return chunks
+
+
+def _stream_shapes(chunks: list[dict[str, Any]]) -> Iterator[list[Any]]:
+    yield chunks
+    for model in (GroqChatCompletionChunk, openai_chat.ChatCompletionChunk):
+        try:
+            yield [model.model_validate(chunk) for chunk in chunks]
+        except pydantic.ValidationError:
+            pass
+
+
+STREAM_CHANGES = [*CHANGES, "top-level usage only", "two finish reasons", "x_groq.usage with total_time only"]
+
+
+@pytest.mark.parametrize("change", STREAM_CHANGES)
+def test_fast_groq_stream_attributes_equal_usage(change: str) -> None:
+    seen = 0
+    for chunks in _stream_shapes(_stream_variant(change)):
+        state = GroqAdapter().new_stream_state()
+        for chunk in chunks:
+            state.record_chunk(chunk)
+        expected = state.usage().to_attributes()
+        assert state.usage_attributes() == expected, (change, type(chunks[0]))
+        assert state.usage_attributes() is not state.usage_attributes()  # a fresh dict each time
+        seen += 1
+    assert seen >= (1 if change == "no id" else 2)  # dicts and SDK objects (no SDK takes a chunk without id)
+
+
+def test_fast_groq_stream_attributes_values_worked_by_hand() -> None:
+    state = GroqAdapter().new_stream_state()
+    for chunk in _stream_variant("two finish reasons"):
+        state.record_chunk(GroqChatCompletionChunk.model_validate(chunk))
+    # The same usage as REPLY (see the reply's worked values), read from x_groq.usage; the id and
+    # model come from the first chunk, the finish reasons from every chunk in order.
+    assert state.usage_attributes() == {
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: 45,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 662,
+        semconv.PROVIDER_QUEUE_NS: 41_905_864,
+        semconv.PROVENANCE_QUEUE: "reported",
+        semconv.PROVIDER_PREFILL_NS: 3_940_145,
+        semconv.PROVENANCE_PREFILL: "reported",
+        semconv.PROVIDER_DECODE_NS: 2_652_230_333,
+        semconv.PROVENANCE_DECODE: "reported",
+        semconv.PROVIDER_SERVER_TOTAL_NS: 2_698_076_342,
+        semconv.PROVENANCE_SERVER_TOTAL: "derived",
+        semconv.GEN_AI_RESPONSE_MODEL: "m",
+        semconv.GEN_AI_RESPONSE_ID: "chatcmpl-1",
+        semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["length", "stop"],
+        semconv.PROVIDER_FIELDS_REPORTED: [
+            "x_groq.usage.prompt_tokens",
+            "x_groq.usage.completion_tokens",
+            "x_groq.usage.queue_time",
+            "x_groq.usage.prompt_time",
+            "x_groq.usage.completion_time",
+            "x_groq.usage.total_time",
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    "provider", ["openai", "cerebras", "vllm", "tgi", "ollama", "anthropic", "bedrock", "gemini"]
+)
+def test_default_stream_attributes_are_usage(provider: str) -> None:
+    state = get_adapter(provider).new_stream_state()
+    for chunk in _stream_variant("top-level usage only"):
+        state.record_chunk(chunk)
+    assert state.usage_attributes() == state.usage().to_attributes()

@@ -161,3 +161,42 @@ def test_an_sdk_span_keeping_attributes_in_another_class_takes_set_attributes() 
     set_result_attributes(ours, dict(RESULT))
     sdk.set_attributes(RESULT)
     assert _stored(ours) == _stored(sdk)
+
+
+# A stream's own attributes (counts, times, how it ended), one of them also in RESULT: set again,
+# it moves to the end and takes the later value, as a second ``set_attributes`` would do.
+OWN: dict[str, Any] = {
+    "latencylens.stream.chunks": 242,
+    "latencylens.stream.completed": True,
+    "gen_ai.response.time_to_first_chunk": 0.0419,
+    "latencylens.stream.end_reason": "completed",
+    "gen_ai.request.stream": True,
+}
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [None, SpanLimits(max_span_attribute_length=5), SpanLimits(max_span_attributes=12)],
+    ids=["no limit", "length limit", "count limit"],
+)
+def test_own_attributes_are_stored_after_the_others_as_a_second_set_attributes(
+    limits: SpanLimits | None,
+) -> None:
+    ours, sdk = _pair(limits)
+    set_result_attributes(ours, dict(RESULT), dict(OWN))
+    sdk.set_attributes(RESULT)
+    sdk.set_attributes(OWN)
+    assert _stored(ours) == _stored(sdk)
+    assert ours.dropped_attributes == sdk.dropped_attributes
+    if limits is None:
+        assert list(ours.attributes)[-1] == "gen_ai.request.stream"
+        assert ours.attributes["gen_ai.request.stream"] is True
+
+
+def test_own_attributes_reach_another_span_through_its_own_method() -> None:
+    span = _CountingSpan("sub", INVALID_SPAN_CONTEXT)
+    span.start()
+    before = _CountingSpan.calls
+    set_result_attributes(span, dict(RESULT), dict(OWN))
+    assert _CountingSpan.calls == before + 2
+    assert span.attributes["latencylens.stream.chunks"] == 242

@@ -9,6 +9,7 @@ from latencylens.streamstats import (
     inter_token_latency_ns,
     nearest_rank,
     output_tokens_per_second,
+    sorted_gap_stats,
     summarize_gaps,
 )
 
@@ -51,3 +52,11 @@ def test_output_rate_per_request() -> None:
     assert output_tokens_per_second(100, 2_000_000_000) == 50.0
     assert output_tokens_per_second(0, 1) is None
     assert output_tokens_per_second(5, 0) is None
+
+
+@pytest.mark.parametrize("count", [*range(1, 130), 240, 1001])
+def test_written_out_ranks_are_nearest_rank(count: int) -> None:
+    ordered = [value * value for value in range(count)]  # distinct values: a wrong rank shows
+    mean, p50, p90, p99, top = sorted_gap_stats(ordered)
+    assert (p50, p90, p99) == tuple(nearest_rank(ordered, percent) for percent in (50, 90, 99))
+    assert (mean, top) == (sum(ordered) // count, ordered[-1])
