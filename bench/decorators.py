@@ -35,6 +35,9 @@ from latencylens.providers import get_adapter
 
 CALLS = 2000
 ROUNDS = 15
+STREAM_ROUNDS = 41
+"""A stream's per-call figure is the intercept of a line through two medians (1.2 × the short one
+minus 0.2 × the long one), so it carries both medians' noise: more rounds keep it to about 1 µs."""
 SHORT, LONG = 40, 240
 CALL_TARGET = 1.0
 CHUNK_TARGET_NS = 2000
@@ -305,8 +308,8 @@ class StreamCost:
 
 
 def stream_cost(tracer: trace.Tracer, is_async: bool) -> StreamCost:
-    short = paired(*stream_sides(tracer, groq_chunks(SHORT), is_async), calls=100, rounds=ROUNDS)
-    long = paired(*stream_sides(tracer, groq_chunks(LONG), is_async), calls=20, rounds=ROUNDS)
+    short = paired(*stream_sides(tracer, groq_chunks(SHORT), is_async), calls=100, rounds=STREAM_ROUNDS)
+    long = paired(*stream_sides(tracer, groq_chunks(LONG), is_async), calls=20, rounds=STREAM_ROUNDS)
     ours_slope = (long.candidate_ns - short.candidate_ns) / (LONG - SHORT)
     bare_slope = (long.baseline_ns - short.baseline_ns) / (LONG - SHORT)
     return StreamCost(

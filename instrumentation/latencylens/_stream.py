@@ -4,14 +4,15 @@ A proxy owns the span of the call that produced the stream and ends it exactly o
 is exhausted (completed), raises (error recorded, the same exception re-raised), is closed or left by
 ``with`` early, or is garbage-collected unfinished (both: not completed). Everything else
 (``.response``, ``.close()`` of the SDK object, ...) is forwarded to the wrapped stream. The per-chunk
-methods (``__next__``, ``__anext__``) keep their bookkeeping inlined: a method call per chunk is
-measurable (``bench decorators``).
+paths (``__next__``, ``__anext__``, and the generator a sync proxy's ``for`` loop runs) keep their
+bookkeeping inlined: a method call per chunk is measurable (``bench decorators``).
 """
 
 from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Iterator
 from operator import sub
 from types import TracebackType
 from typing import Any
@@ -226,8 +227,44 @@ class SpanStream(_StreamProxy):
     def _ll_open(inner: Any) -> Any:
         return iter(inner)
 
-    def __iter__(self) -> SpanStream:
-        return self
+    def __iter__(self) -> Iterator[Any]:
+        """A generator over the same chunks, with the same bookkeeping as ``__next__``: a ``for``
+        loop resumes one frame per chunk instead of calling a method, and the stream's end is a
+        return, not a raised StopIteration. Leaving the loop early leaves the span to ``close``,
+        ``with`` or garbage collection, as for ``__next__``."""
+        return self._ll_chunks_of()
+
+    def _ll_chunks_of(self) -> Iterator[Any]:
+        step = self._ll_it.__next__
+        ctx = self._ll_ctx
+        measure = self._ll_measure
+        state = self._ll_state
+        times = self._ll_times
+        while True:
+            token = _attach(ctx)
+            try:
+                chunk = step()
+            except StopIteration:
+                _detach(token)
+                self._ll_finish(True, None)
+                return
+            except BaseException as exc:
+                _detach(token)
+                self._ll_finish(False, exc)
+                raise
+            _detach(token)
+            if measure:
+                now = _time_ns()
+                self._ll_chunks += 1
+                self._ll_last = now
+                if state is not None:
+                    try:
+                        if state.record_chunk(chunk):
+                            times.append(now)
+                    except Exception:
+                        self._ll_errors += 1
+                        internal_error("stream record_chunk")
+            yield chunk
 
     def __next__(self) -> Any:
         token = _attach(self._ll_ctx)

@@ -116,6 +116,10 @@ def has_content(chunk: Any) -> bool:
 class ChatCompletionsAdapter(BaseAdapter):
     """Adapter for an OpenAI-compatible Chat Completions API; reports token counts only."""
 
+    sdk_types: tuple[type | None, type | None, type | None] = (None, None, None)
+    """The SDK chunk, choice and delta types the latest stream state learnt (read with ``getattr``);
+    a new state starts from them, so a stream's first chunk takes the short path too."""
+
     def read_usage(self, holder: Any, out: Usage) -> None:
         """Fill ``out`` from the response or chunk ``holder`` (``None`` if usage never came)."""
         read_token_usage(field_of(holder, "usage"), USAGE_PATHS, out)
@@ -182,9 +186,8 @@ class ChatStreamState(StreamStateBase):
         self._response_model: str | None = None
         self._finish_reasons: list[str] = []
         self._usage_chunk: Any = None
-        self._chunk_type: type | None = None
-        self._choice_type: type | None = None
-        self._delta_type: type | None = None
+        # SDK types learnt by earlier streams of this adapter (a fact about the type, not the stream)
+        self._chunk_type, self._choice_type, self._delta_type = adapter.sdk_types
 
     def record_chunk(self, chunk: Any) -> bool:
         if self._response_id is None:
@@ -204,6 +207,7 @@ class ChatStreamState(StreamStateBase):
         else:
             if is_sdk_object(cls):
                 self._chunk_type = cls
+                self._adapter.sdk_types = (cls, self._choice_type, self._delta_type)
             choices = field_of(chunk, "choices")
         if type(choices) is not list and (not choices or isinstance(choices, (str, Mapping))):
             return False
@@ -219,6 +223,7 @@ class ChatStreamState(StreamStateBase):
             else:
                 if is_sdk_object(cls):
                     self._choice_type = cls
+                    self._adapter.sdk_types = (self._chunk_type, cls, self._delta_type)
                 delta = field_of(choice, "delta")
                 reason = field_of(choice, "finish_reason")
             if not content:
@@ -230,6 +235,7 @@ class ChatStreamState(StreamStateBase):
                 else:
                     if delta is not None and is_sdk_object(cls):
                         self._delta_type = cls
+                        self._adapter.sdk_types = (self._chunk_type, self._choice_type, cls)
                     text = field_of(delta, "content")
                 content = type(text) is str and text != ""  # nonempty_text, inlined: runs per chunk
             if reason:

@@ -163,6 +163,32 @@ def test_abandoned_stream_break_and_close(spans: Spans) -> None:
     assert len(spans()) == 1
 
 
+def test_next_and_loops_share_one_stream_and_one_span(spans: Spans) -> None:
+    """``next()`` goes through ``__next__``, a ``for`` loop through the proxy's generator: pulled
+    either way, and across a loop left and taken up again, each chunk is passed on and counted once."""
+    chunks = make_chunks()
+
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> SDKLikeStream:
+        return SDKLikeStream(chunks)
+
+    stream = call()
+    received = [next(stream)]
+    for item in stream:
+        received.append(item)
+        if len(received) == 3:
+            break
+    assert spans() == []
+    received += list(stream)
+    assert received == chunks
+    (span,) = spans()
+    assert attrs(span)[semconv.STREAM_CHUNKS] == 6
+    assert attrs(span)[semconv.STREAM_CONTENT_CHUNKS] == 2
+    assert attrs(span)[semconv.STREAM_COMPLETED] is True
+    assert list(stream) == []  # exhausted: nothing more, and the span is not ended twice
+    assert len(spans()) == 1
+
+
 def test_abandoned_stream_garbage_collected(spans: Spans) -> None:
     @latencylens.model_call(provider="openai", model="m")
     def call() -> Iterator[dict[str, Any]]:
