@@ -12,9 +12,7 @@ The SQL computes the same row as :func:`latencylens_collector.intake.otlp.span_r
 it calls **plain**: valid ids and times, every string valid UTF-8, every value within the size
 limits, attribute values of the kinds mapped here (scalars; arrays of strings, integers and
 booleans whose strings need no JSON escaping; doubles written the same by both), no duplicate keys,
-keys in printable ASCII, events without attributes (at most 128, names within the limit), within
-the per-span budget. Stream times are read from the events by the Python path's rules
-(:func:`latencylens_collector.analysis.conventions.events.stream_attributes`). Content is dropped (or checked
+no events, keys in printable ASCII, within the per-span budget. Content is dropped (or checked
 against its limit, when stored) and the span classified here, from the same tables the Python
 path reads (:mod:`latencylens_collector.analysis.conventions`), so both paths store one row. A
 span that is not plain is not stored by the engine: its body takes the Python path, which answers
@@ -40,7 +38,6 @@ from latencylens import semconv
 from latencylens_collector.analysis.conventions import (
     KIND_OTHER,
     KNOWN_KINDS,
-    events,
     genai,
     logfire,
     openinference,
@@ -60,9 +57,6 @@ FLAT: Final = "otlp_flat"
 VERDICTS: Final = "otlp_verdicts"
 FUTURE_LIMIT_NS: Final = 24 * 3600 * 1_000_000_000
 """As :data:`latencylens_collector.intake.otlp.FUTURE_LIMIT_NS` (a lower layer cannot import it)."""
-MAX_EVENTS_PER_SPAN: Final = 128
-"""As :data:`latencylens_collector.intake.otlp.MAX_EVENTS_PER_SPAN`: a span with more takes the
-Python path (which drops the surplus and says so in its answer)."""
 UNKNOWN_SERVICE: Final = "unknown_service"
 MAX_RESOURCE_BYTES: Final = 64 * 1024
 
@@ -79,8 +73,7 @@ message AnyValue {{{_VALUE_ONEOF} }}
 message KeyValue {{ string key = 1; AnyValue value = 2; }}
 message Resource {{ repeated KeyValue attributes = 1; }}
 message Status {{ string message = 2; int32 code = 3; }}
-message EventKey {{ string key = 1; }}
-message Event {{ fixed64 time_unix_nano = 1; string name = 2; repeated EventKey attributes = 3; }}
+message Event {{ fixed64 time_unix_nano = 1; string name = 2; }}
 message Span {{
     bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5; int32 kind = 6;
     fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9;
@@ -106,8 +99,7 @@ _KEY_VALUES: Final = f"Array(Tuple(key String, value {_ANY}))"
 _SPAN: Final = (
     "Tuple(trace_id String, span_id String, parent_span_id String, name String, kind Int32, "
     f"start_time_unix_nano UInt64, end_time_unix_nano UInt64, attributes {_KEY_VALUES}, "
-    "events Array(Tuple(time_unix_nano UInt64, name String, attributes Array(Tuple(key String)))), "
-    "dropped_events_count UInt32, "
+    "events Array(Tuple(time_unix_nano UInt64, name String)), dropped_events_count UInt32, "
     "status Tuple(message String, code Int32))"
 )
 LANDING_COLUMNS: Final = (
@@ -335,21 +327,6 @@ _EVENTS_TYPE: Final = (
     "Array(Tuple(name String, time DateTime64(9, 'UTC'), attributes Map(LowCardinality(String), String)))"
 )
 _SPAN_KINDS: Final = ("unspecified", "internal", "server", "client", "producer", "consumer")
-_NO_TEXTS: Final = "CAST([], 'Array(String)')"
-_NEVER: Final = "toUInt64(18446744073709551615)"
-
-
-def _stream_time(span: str, names: Iterable[str], earliest: bool) -> str:
-    """The earliest (or latest) time of the span's events named in ``names`` within its window, as
-    :func:`latencylens_collector.analysis.conventions.events.stream_attributes` reads it; 0 when
-    there is none (a time in the window is never 0: a plain span does not start at 0). One lambda
-    each: planning, not the rows, is most of a small INSERT's cost."""
-    outside = _NEVER if earliest else "0"
-    return (
-        f"{'arrayMin' if earliest else 'arrayMax'}(arrayMap(e -> if(has({_array(sorted(names))}, e.name) "
-        f"AND e.time_unix_nano >= {span}.start_time_unix_nano "
-        f"AND e.time_unix_nano <= {span}.end_time_unix_nano, e.time_unix_nano, {outside}), {span}.events))"
-    )
 
 
 def _flat_select(database: str) -> str:
@@ -359,16 +336,14 @@ def _flat_select(database: str) -> str:
     (the value texts, the attribute map) is computed once, where an alias is copied into every
     place that names it and analyzed again there (the value checks read the texts of the stage
     before rather than writing them again). Planning, not the rows, is most of a small INSERT's
-    cost: with the stages and :data:`INSERT_SETTINGS`, an INSERT's views took ≈ 72 ms before its
-    first span (≈ 115 ms in one stage), then ≈ 12 µs a span; reading span events added ≈ 20 ms of
-    planning (measured against the SQL without them, one body per INSERT), and nothing per span."""
+    cost: with the stages and :data:`INSERT_SETTINGS`, an INSERT's views take ≈ 72 ms before its
+    first span (≈ 115 ms in one stage), then ≈ 12 µs a span."""
     content_keys = _array(sorted(CONTENT_KEYS))
     indexed = _quote("(?s)^" + INDEXED_PATTERN)
     oi = _quote(openinference.OPENINFERENCE_SPAN_KIND)
     service = _quote("service.name")
     limits = "ll_max_span_bytes, ll_store_content, ll_content_max_bytes"
     limit = "ll_max_attribute_bytes"
-    first_key, last_key = _quote(events.FIRST_CONTENT_NS), _quote(events.LAST_CHUNK_NS)
     return f"""
 SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, attributes,
        {_classify("attributes", "parent_span_id != " + _ZERO_SPAN)} AS kind,
@@ -376,34 +351,26 @@ SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, att
        dropped_events_count, batch, seq,
        checked AND match(attributes[{oi}], {_PRINTABLE})
        AND length(arrayStringConcat(mapKeys(attributes))) + length(arrayStringConcat(mapValues(attributes)))
-           + event_bytes <= ll_max_span_bytes AS plain
+           <= ll_max_span_bytes AS plain
 FROM (
   SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind,
-         if(dropped = 0, mapFromArrays(arrayConcat(keys0, stream_keys), arrayConcat(values0, stream_values)),
+         if(dropped = 0, mapFromArrays(keys0, values0),
             mapFromArrays(arrayConcat(arrayFilter((k, c) -> NOT c, keys0, content0),
-                                      [{_quote(DROPPED_ATTRIBUTES)}, {_quote(DROPPED_BYTES)}], stream_keys),
+                                      [{_quote(DROPPED_ATTRIBUTES)}, {_quote(DROPPED_BYTES)}]),
                           arrayConcat(arrayFilter((v, c) -> NOT c, values0, content0),
                                       [toString(dropped),
-                                       toString(arraySum((v, c) -> if(c, length(v), 0), values0, content0))],
-                                      stream_values))
+                                       toString(arraySum((v, c) -> if(c, length(v), 0), values0, content0))]))
          ) AS attributes,
          start_time, duration_ns, status_code, status_message, resource_attributes, events,
-         dropped_events_count, batch, seq, ll_max_span_bytes, event_bytes,
+         dropped_events_count, batch, seq, ll_max_span_bytes,
          checked0
-         AND NOT hasAny(keys0, stream_keys)
          AND {_attributes_ok("key_values0", "values0", "match({k}, " + _PRINTABLE + ")", limit)}
          AND (dropped = 0 OR NOT hasAny(keys0, {_array((DROPPED_ATTRIBUTES, DROPPED_BYTES))}))
          AND if(ll_store_content,
                 NOT arrayExists((v, c) -> c AND length(v) > ll_content_max_bytes, values0, content0), 1)
          AS checked
   FROM (
-    SELECT *, if(ll_store_content, 0, arrayCount(c -> c, content0)) AS dropped,
-           first0 NOT IN (0, {_NEVER}) AND dropped_events_count = 0 AS has_first,
-           if(chunk0 != 0, chunk0, end0) AS last0,
-           arrayConcat(if(has_first, [{first_key}], {_NO_TEXTS}), if(last0 != 0, [{last_key}], {_NO_TEXTS}))
-           AS stream_keys,
-           arrayConcat(if(has_first, [toString(first0 - start_ns0)], {_NO_TEXTS}),
-                       if(last0 != 0, [toString(last0 - start_ns0)], {_NO_TEXTS})) AS stream_values
+    SELECT *, if(ll_store_content, 0, arrayCount(c -> c, content0)) AS dropped
     FROM (
       SELECT ll_project AS project, toFixedString(substring(s.trace_id, 1, 16), 16) AS trace_id,
              toFixedString(substring(s.span_id, 1, 8), 8) AS span_id,
@@ -420,13 +387,7 @@ FROM (
              toInt64(s.end_time_unix_nano) - toInt64(s.start_time_unix_nano) AS duration_ns,
              toUInt8(s.status.code) AS status_code, s.status.message AS status_message,
              resource AS resource_attributes,
-             CAST(arrayMap(e -> (e.name, fromUnixTimestamp64Nano(toInt64(e.time_unix_nano), 'UTC'), map()),
-                           s.events), {_quote(_EVENTS_TYPE)}) AS events,
-             length(arrayStringConcat(s.events.name)) AS event_bytes,
-             s.start_time_unix_nano AS start_ns0,
-             {_stream_time("s", events.FIRST_CONTENT_EVENTS, True)} AS first0,
-             {_stream_time("s", events.CHUNK_EVENTS, False)} AS chunk0,
-             {_stream_time("s", events.STREAM_END_EVENTS, False)} AS end0,
+             CAST([], {_quote(_EVENTS_TYPE)}) AS events,
              s.dropped_events_count AS dropped_events_count,
              ll_batch AS batch, ll_seq AS seq, {limits},
              resource_ok
@@ -437,10 +398,7 @@ FROM (
              AND greatest(s.start_time_unix_nano, s.end_time_unix_nano) <= ll_now_ns + {FUTURE_LIMIT_NS}
              AND s.end_time_unix_nano >= s.start_time_unix_nano
              AND s.status.code BETWEEN 0 AND 2
-             AND length(s.events) <= {MAX_EVENTS_PER_SPAN}
-             AND arrayAll(e -> length(e.attributes) = 0 AND isValidUTF8(e.name)
-                               AND length(e.name) <= ll_max_attribute_bytes
-                               AND e.time_unix_nano <= ll_now_ns + {FUTURE_LIMIT_NS}, s.events)
+             AND length(s.events) = 0
              AND isValidUTF8(s.name) AND length(s.name) <= ll_max_attribute_bytes
              AND isValidUTF8(s.status.message) AND length(s.status.message) <= ll_max_attribute_bytes
              AND ll_max_attribute_bytes >= 32

@@ -6,7 +6,6 @@ from __future__ import annotations
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from otlp_builders import chat_trace, protobuf_body
 
-from latencylens_collector.intake import otlp
 from latencylens_collector.storage import otlp_sql
 
 BODY = protobuf_body(chat_trace(1_700_000_000_000_000_000))
@@ -52,9 +51,3 @@ def test_views_are_named_by_their_sql() -> None:
     assert first == again
     assert otlp_sql.landing_table("a").startswith("a.otlp_landing_")
     assert all(statement.count(" a.") or "a." in statement for statement in first)
-
-
-def test_the_sql_checks_the_limits_the_python_path_applies() -> None:
-    """The storage layer cannot import the intake's limits: it repeats them, and they must agree."""
-    assert otlp_sql.FUTURE_LIMIT_NS == otlp.FUTURE_LIMIT_NS
-    assert otlp_sql.MAX_EVENTS_PER_SPAN == otlp.MAX_EVENTS_PER_SPAN
