@@ -107,33 +107,40 @@ def test_fast_groq_response_attributes_equal_extract(change: str) -> None:
             assert adapter.response_attributes(response, headers) == expected, (change, type(response))
 
 
+# USAGE worked by hand: queue 0.041905864 s = 41_905_864 ns; prompt 0.003940145 s = 3_940_145 ns;
+# completion 2.652230333 s = 2_652_230_333 ns; server total = queue + total_time
+# = 41_905_864 + 2_656_170_478 = 2_698_076_342 ns (derived: Groq's total excludes the queue).
+USAGE_WORKED: dict[str, Any] = {
+    semconv.GEN_AI_USAGE_INPUT_TOKENS: 45,
+    semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 662,
+    semconv.PROVIDER_QUEUE_NS: 41_905_864,
+    semconv.PROVENANCE_QUEUE: "reported",
+    semconv.PROVIDER_PREFILL_NS: 3_940_145,
+    semconv.PROVENANCE_PREFILL: "reported",
+    semconv.PROVIDER_DECODE_NS: 2_652_230_333,
+    semconv.PROVENANCE_DECODE: "reported",
+    semconv.PROVIDER_SERVER_TOTAL_NS: 2_698_076_342,
+    semconv.PROVENANCE_SERVER_TOTAL: "derived",
+}
+REPORTED_WORKED = [
+    "usage.prompt_tokens",
+    "usage.completion_tokens",
+    "usage.queue_time",
+    "usage.prompt_time",
+    "usage.completion_time",
+    "usage.total_time",
+]
+"""The fields such a usage object reports, in the order they are noted."""
+
+
 def test_fast_groq_response_attributes_values_worked_by_hand() -> None:
-    # queue 0.041905864 s = 41_905_864 ns; prompt 0.003940145 s = 3_940_145 ns;
-    # completion 2.652230333 s = 2_652_230_333 ns; server total = queue + total_time
-    # = 41_905_864 + 2_656_170_478 = 2_698_076_342 ns (derived: Groq's total excludes the queue).
     attributes = GroqAdapter().response_attributes(GroqChatCompletion.model_validate(REPLY))
     assert attributes == {
-        semconv.GEN_AI_USAGE_INPUT_TOKENS: 45,
-        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 662,
-        semconv.PROVIDER_QUEUE_NS: 41_905_864,
-        semconv.PROVENANCE_QUEUE: "reported",
-        semconv.PROVIDER_PREFILL_NS: 3_940_145,
-        semconv.PROVENANCE_PREFILL: "reported",
-        semconv.PROVIDER_DECODE_NS: 2_652_230_333,
-        semconv.PROVENANCE_DECODE: "reported",
-        semconv.PROVIDER_SERVER_TOTAL_NS: 2_698_076_342,
-        semconv.PROVENANCE_SERVER_TOTAL: "derived",
+        **USAGE_WORKED,
         semconv.GEN_AI_RESPONSE_MODEL: "llama-3.3-70b-versatile",
         semconv.GEN_AI_RESPONSE_ID: "chatcmpl-7eb08824",
         semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["stop", "length"],
-        semconv.PROVIDER_FIELDS_REPORTED: [
-            "usage.prompt_tokens",
-            "usage.completion_tokens",
-            "usage.queue_time",
-            "usage.prompt_time",
-            "usage.completion_time",
-            "usage.total_time",
-        ],
+        semconv.PROVIDER_FIELDS_REPORTED: REPORTED_WORKED,
     }
 
 
@@ -272,27 +279,11 @@ def test_fast_groq_stream_attributes_values_worked_by_hand() -> None:
     # The same usage as REPLY (see the reply's worked values), read from x_groq.usage; the id and
     # model come from the first chunk, the finish reasons from every chunk in order.
     assert state.usage_attributes() == {
-        semconv.GEN_AI_USAGE_INPUT_TOKENS: 45,
-        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 662,
-        semconv.PROVIDER_QUEUE_NS: 41_905_864,
-        semconv.PROVENANCE_QUEUE: "reported",
-        semconv.PROVIDER_PREFILL_NS: 3_940_145,
-        semconv.PROVENANCE_PREFILL: "reported",
-        semconv.PROVIDER_DECODE_NS: 2_652_230_333,
-        semconv.PROVENANCE_DECODE: "reported",
-        semconv.PROVIDER_SERVER_TOTAL_NS: 2_698_076_342,
-        semconv.PROVENANCE_SERVER_TOTAL: "derived",
+        **USAGE_WORKED,
         semconv.GEN_AI_RESPONSE_MODEL: "m",
         semconv.GEN_AI_RESPONSE_ID: "chatcmpl-1",
         semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["length", "stop"],
-        semconv.PROVIDER_FIELDS_REPORTED: [
-            "x_groq.usage.prompt_tokens",
-            "x_groq.usage.completion_tokens",
-            "x_groq.usage.queue_time",
-            "x_groq.usage.prompt_time",
-            "x_groq.usage.completion_time",
-            "x_groq.usage.total_time",
-        ],
+        semconv.PROVIDER_FIELDS_REPORTED: [f"x_groq.{path}" for path in REPORTED_WORKED],
     }
 
 
