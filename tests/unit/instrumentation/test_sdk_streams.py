@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+from starlette.concurrency import iterate_in_threadpool
 
 import latencylens
 from latencylens import semconv
@@ -242,6 +246,33 @@ def test_generator_function_body_runs_inside_the_model_span(spans: Spans) -> Non
     named = {span.name: span for span in spans()}
     parent = named["execute_tool inner"].parent
     assert parent is not None and parent.span_id == named["chat m"].context.span_id
+
+
+def test_a_sync_stream_read_from_worker_threads_as_starlette_streams_it(spans: Spans) -> None:
+    """A FastAPI ``StreamingResponse`` over a sync stream pulls each chunk in a worker thread
+    (``iterate_in_threadpool``): the proxy's generator is resumed from one thread after another,
+    and the model span must be current in whichever thread makes the chunk."""
+    current: list[int] = []
+    threads: set[int] = set()
+
+    @latencylens.model_call(provider="openai", model="m")
+    def call() -> Iterator[dict[str, Any]]:
+        for item in make_chunks():
+            current.append(trace.get_current_span().get_span_context().span_id)
+            threads.add(threading.get_ident())
+            yield item
+
+    async def read() -> list[Any]:
+        return [item async for item in iterate_in_threadpool(call())]
+
+    received = asyncio.run(read())
+    assert received == make_chunks()
+    (span,) = spans()
+    assert current == [span.context.span_id] * len(received)
+    assert threading.get_ident() not in threads
+    assert attrs(span)[semconv.STREAM_CHUNKS] == 6
+    assert attrs(span)[semconv.STREAM_COMPLETED] is True
+    assert trace.get_current_span() is trace.INVALID_SPAN  # nothing left attached here
 
 
 def test_tool_generator_span_covers_the_iteration(spans: Spans) -> None:
