@@ -6,7 +6,7 @@ import asyncio
 import gc
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from opentelemetry import trace
@@ -365,3 +365,41 @@ def test_non_stream_results_are_not_wrapped() -> None:
             return value
 
         assert call() is value
+
+
+class _BrokenUsage:
+    """A usage object whose token counts fail when read, as a broken SDK object's might."""
+
+    @property
+    def prompt_tokens(self) -> Any:
+        raise RuntimeError("property bug")
+
+
+class _FinalChunk:
+    """A final chunk carrying that usage: the chunk is fine, reading its usage at the end is not."""
+
+    id = "chatcmpl-s"
+    model = "m-1"
+    choices: ClassVar[list[Any]] = []
+    usage = _BrokenUsage()
+
+
+@pytest.mark.parametrize("provider", ["openai", "groq"])
+def test_a_usage_that_breaks_at_the_end_still_ends_the_span_with_its_times(
+    spans: Spans, provider: str, allow_internal_errors: None
+) -> None:
+    chunks = [chunk("Hel"), chunk("lo"), _FinalChunk()]
+
+    @latencylens.model_call(provider=provider, model="m")
+    def call() -> SDKLikeStream:
+        return SDKLikeStream(chunks)
+
+    assert list(call()) == chunks
+    values = attrs(spans()[0])
+    assert values[semconv.PROVIDER_EXTRACT_ERRORS] == 1
+    assert values[semconv.STREAM_CHUNKS] == 3
+    assert values[semconv.STREAM_CONTENT_CHUNKS] == 2
+    assert values[semconv.STREAM_COMPLETED] is True
+    assert semconv.STREAM_FIRST_CONTENT_NS in values
+    assert values[semconv.PROVENANCE_ITL] == semconv.SOURCE_ESTIMATED  # from the 2 content chunks
+    assert semconv.GEN_AI_USAGE_OUTPUT_TOKENS not in values
