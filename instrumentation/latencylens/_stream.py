@@ -179,12 +179,13 @@ class _StreamProxy:
         if type(output_tokens) is not int:
             output_tokens = None  # only a count feeds ITL and the rate (adapters give ints)
         times = self._ll_times
-        attributes: dict[str, Any] = {}
-        attributes[GEN_AI_REQUEST_STREAM] = True
-        attributes[STREAM_CHUNKS] = self._ll_chunks
-        attributes[STREAM_CONTENT_CHUNKS] = len(times)
-        attributes[STREAM_COMPLETED] = completed
-        attributes[STREAM_END_REASON] = END_COMPLETED if completed else END_ERROR if failed else END_ABANDONED
+        attributes: dict[str, Any] = {
+            GEN_AI_REQUEST_STREAM: True,
+            STREAM_CHUNKS: self._ll_chunks,
+            STREAM_CONTENT_CHUNKS: len(times),
+            STREAM_COMPLETED: completed,
+            STREAM_END_REASON: END_COMPLETED if completed else END_ERROR if failed else END_ABANDONED,
+        }
         last = self._ll_last
         if last is not None:
             if times and state is not None and state.decode_ends_at_last_content:

@@ -9,7 +9,7 @@ response's ``x_groq.usage`` is a different type (DRAM/SRAM cache stats) without 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from latencylens.providers._base import Usage, field_of, fields_of, mapping_types, note, seconds_to_ns
@@ -63,14 +63,15 @@ _ALL_REPORTED = {prefix: tokens[:2] + timings for prefix, (tokens, timings) in _
 """Fields reported by a complete reply without token details, in the order ``extract`` notes them."""
 
 
-def _timed_usage(x_groq: Any, usage: Any) -> tuple[Any, str]:
-    """The usage object that has timings, with its path: ``x_groq.usage`` first, then ``usage``."""
+def _timed_fields(x_groq: Any, usage: Any) -> tuple[Sequence[Any] | None, str]:
+    """The :data:`_USAGE_FIELDS` of the usage object that has timings, with its path:
+    ``x_groq.usage`` when it has a queue or total time, else ``usage`` (``None`` when absent)."""
     x_usage = field_of(x_groq, "usage") if x_groq is not None else None
     if x_usage is not None:
-        total_time, queue_time = fields_of(x_usage, ("total_time", "queue_time"))
-        if total_time is not None or queue_time is not None:
-            return x_usage, "x_groq.usage"
-    return usage, "usage"
+        values = fields_of(x_usage, _USAGE_FIELDS)
+        if values[4] is not None or values[7] is not None:  # queue_time, total_time
+            return values, "x_groq.usage"
+    return (fields_of(usage, _USAGE_FIELDS) if usage is not None else None), "usage"
 
 
 def _usual_attributes(
@@ -78,14 +79,8 @@ def _usual_attributes(
 ) -> dict[str, Any] | None:
     """What ``Usage.to_attributes`` gives for the usage Groq sends (token counts as ints, no token
     details, all four timings as floats), built directly; ``None`` for anything else."""
-    # _timed_usage, with the timed object's fields read once: x_groq.usage if it has a timing
-    x_usage = field_of(x_groq, "usage") if x_groq is not None else None
-    values = fields_of(x_usage, _USAGE_FIELDS) if x_usage is not None else None
-    if values is not None and (values[4] is not None or values[7] is not None):  # queue or total time
-        prefix = "x_groq.usage"
-    elif usage is not None:
-        values, prefix = fields_of(usage, _USAGE_FIELDS), "usage"
-    else:
+    values, prefix = _timed_fields(x_groq, usage)
+    if values is None:
         return None
     (
         prompt_tokens,
@@ -177,9 +172,9 @@ class GroqAdapter(ChatCompletionsAdapter):
         self._read(x_groq, usage, out)
 
     def _read(self, x_groq: Any, usage: Any, out: Usage) -> None:
-        usage, prefix = _timed_usage(x_groq, usage)
+        values, prefix = _timed_fields(x_groq, usage)
         token_paths, timing_paths = _PATHS[prefix]
-        if usage is None:
+        if values is None:
             out.fields_missing += token_paths[:2]
             out.fields_missing += timing_paths
             return
@@ -192,7 +187,7 @@ class GroqAdapter(ChatCompletionsAdapter):
             prompt,
             completion,
             total,
-        ) = fields_of(usage, _USAGE_FIELDS)
+        ) = values
         token_counts(out, token_paths, prompt_tokens, completion_tokens, prompt_details, completion_details)
         # seconds_to_ns, inlined for the float every Groq reply carries; anything else goes through it
         queue = round(queue * 1e9) if type(queue) is float else seconds_to_ns(queue)

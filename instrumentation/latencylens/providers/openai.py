@@ -134,4 +134,4 @@ class OpenAIStreamState(StreamStateBase):
     def usage_attributes(self) -> dict[str, Any]:
         if not self._responses:
             return self._chat.usage_attributes()
-        return self.usage().to_attributes()
+        return super().usage_attributes()
