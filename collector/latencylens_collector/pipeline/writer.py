@@ -325,8 +325,7 @@ class Writer:
         metrics.INSERT_DURATION.observe(time.perf_counter() - started)
         metrics.BATCH_SPANS.observe(spans)
         metrics.SPANS_WRITTEN.labels(source="direct").inc(spans)
-        self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
-        self._storage_retry_at, self._refusal = 0.0, ""
+        self._note_storage_ok()
         self._finish_body_rows()
         self._body_rows = _BodyRows(stored, self._rows.process.start(inserted.traces, BODY_ROWS_HERE))
 
@@ -357,8 +356,7 @@ class Writer:
         todo = self.ingestor.insert(
             spans, dedup_token=batch_id, context=pieces.context, rows_later=pieces.rows_later
         )
-        self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
-        self._storage_retry_at, self._refusal = 0.0, ""
+        self._note_storage_ok()
         metrics.BATCH_SPANS.observe(len(spans))
         later = None
         if aside and todo.spans > self.large_rows:
@@ -381,6 +379,11 @@ class Writer:
         else:
             self._storage_error = refusal.message
             _log.error("writing a batch failed (%s), spooling it: %s", refusal.name, exc, exc_info=exc)
+
+    def _note_storage_ok(self) -> None:
+        """A write went through: storage is healthy again, and the backoff starts over."""
+        self._storage_ok, self._storage_error, self._backoff_s = True, "", 0.0
+        self._storage_retry_at, self._refusal = 0.0, ""
 
     def _note_refusal(self, refusal: Refusal) -> None:
         self._storage_ok, self._storage_error, self._refusal = False, refusal.message, refusal.name
