@@ -59,7 +59,8 @@ class RowsToWrite:
 @dataclass(frozen=True)
 class BodiesStored:
     """What an INSERT of export bodies did (:meth:`Ingestor.insert_bodies`): one verdict per body
-    (None: it did not parse), and the stored traces it touched, whose rows are left to build."""
+    (None: it did not parse, or its verdict was not read, :func:`~.otlp_sql.read_verdicts`), and
+    the stored traces it touched, whose rows are left to build."""
 
     verdicts: list[otlp_sql.Verdict | None]
     traces: list[TraceToBuild]
@@ -192,8 +193,9 @@ class Ingestor:
             touched: dict[str, set[bytes]] = defaultdict(set)
             stored_spans: dict[str, int] = defaultdict(int)
             for verdict in verdicts:
-                touched[verdict.project] |= verdict.trace_ids
-                stored_spans[verdict.project] += verdict.spans
+                if verdict is not None:
+                    touched[verdict.project] |= verdict.trace_ids
+                    stored_spans[verdict.project] += verdict.spans
             traces: list[TraceToBuild] = []
             for project, trace_ids in touched.items():
                 # The batch's spans are not in memory: its spans of the project, counted as if all

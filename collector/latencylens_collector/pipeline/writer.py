@@ -293,6 +293,7 @@ class Writer:
         if not tickets:
             return
         if self._monotonic() < self._storage_retry_at:
+            metrics.ENGINE_BODIES.labels(outcome="refused").inc(len(tickets))
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
             return
         try:
@@ -310,17 +311,25 @@ class Writer:
             refusal = classify(exc)
             if refusal.transient:
                 self._note_refusal(refusal)
+                outcome = "refused"
             else:
                 _log.error("writing export bodies failed (%s): %s", refusal.name, exc, exc_info=exc)
+                outcome = "failed"
+            metrics.ENGINE_BODIES.labels(outcome=outcome).inc(len(tickets))
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
             return
         stored: list[Ticket] = []
+        left = {"not_plain": 0, "no_verdict": 0}
         for ticket, verdict in zip(tickets, inserted.verdicts, strict=True):
             if verdict is not None and verdict.stored_all:
                 ticket.stored_spans, ticket.trace_spans = verdict.spans, verdict.trace_spans
                 stored.append(ticket)
             else:
+                left["no_verdict" if verdict is None else "not_plain"] += 1
                 ticket.future.set_result(Outcome.TAKE_PYTHON_PATH)
+        metrics.ENGINE_BODIES.labels(outcome="stored").inc(len(stored))
+        for outcome, count in left.items():
+            metrics.ENGINE_BODIES.labels(outcome=outcome).inc(count)
         spans = sum(ticket.stored_spans for ticket in stored)
         metrics.INSERT_DURATION.observe(time.perf_counter() - started)
         metrics.BATCH_SPANS.observe(spans)

@@ -54,6 +54,16 @@ SPANS_WRITTEN = Counter(
     ["source"],
     registry=REGISTRY,
 )
+ENGINE_BODIES = Counter(
+    "latencylens_engine_bodies",
+    "Export bodies handed to the engine (ingest_path = engine), by outcome: stored (every span stored "
+    "by ClickHouse), not_plain (a span it leaves to the Python path), no_verdict (no verdict read: "
+    "the body has no span, did not parse, or its verdict is on another node), refused (storage "
+    "refusing writes for now), failed (the INSERT failed otherwise). All but stored are then "
+    "decoded by the Python path.",
+    ["outcome"],
+    registry=REGISTRY,
+)
 SPANS_SPOOLED = Counter(
     "latencylens_spans_spooled",
     "Spans written to the disk spool because ClickHouse failed.",

@@ -129,13 +129,22 @@ def schema_file_name() -> str:
     return f"otlp_body_{hashlib.sha256(PROTO.encode()).hexdigest()[:16]}.proto"
 
 
-def insert_settings(schema_file: str | None = None) -> dict[str, object]:
-    """:data:`INSERT_SETTINGS`, reading the schema from ``schema_file`` (an absolute path) when
-    given: the embedded engine compiles an inline schema from a copy it writes under the working
-    directory (``__cache__/``), so there the collector writes the file into its data directory."""
-    if schema_file is None:
-        return dict(INSERT_SETTINGS)
-    return {**INSERT_SETTINGS, "format_schema": schema_file, "format_schema_source": "file"}
+CLUSTER_INSERT_SETTINGS: Final = {"distributed_foreground_insert": 1}
+"""On a cluster, the spans view's write to the ``Distributed`` front is part of the INSERT: when it
+returns, the spans are on their shards, so the read-back for request rows finds them and an export
+is answered only once its spans are stored (in the background, they would wait in the node's
+queue)."""
+
+
+def insert_settings(schema_file: str | None = None, cluster: str | None = None) -> dict[str, object]:
+    """:data:`INSERT_SETTINGS` (and :data:`CLUSTER_INSERT_SETTINGS` on a cluster), reading the
+    schema from ``schema_file`` (an absolute path) when given: the embedded engine compiles an
+    inline schema from a copy it writes under the working directory (``__cache__/``), so there the
+    collector writes the file into its data directory."""
+    settings: dict[str, object] = {**INSERT_SETTINGS, **(CLUSTER_INSERT_SETTINGS if cluster else {})}
+    if schema_file is not None:
+        settings.update(format_schema=schema_file, format_schema_source="file")
+    return settings
 
 
 # --- the envelope ---------------------------------------------------------------------------------
@@ -444,29 +453,36 @@ _VERDICT_SELECT: Final = (
 each it stored (``trace_ids`` and ``trace_spans`` in step, for the per-trace span cap)."""
 
 
-def statements(database: str) -> list[str]:
+def statements(database: str, cluster: str | None = None) -> list[str]:
     """The landing tables and their views, for a database (each ``IF NOT EXISTS``). The views'
-    names carry a hash of their SQL, so a collector whose mapping changed makes its own."""
+    names carry a hash of their SQL, so a collector whose mapping changed makes its own.
+
+    On a cluster (``cluster``, :mod:`.ddl`'s topology) each is created ``ON CLUSTER``, so any node
+    can take an INSERT of bodies. The ``Null`` tables and ``otlp_verdicts`` are the node's own (a
+    verdict concerns the INSERT that node ran, read by the collector that sent it); the spans view
+    writes to ``spans``, the ``Distributed`` front, so each span goes to its trace's shard as the
+    Python path's inserts do (:func:`insert_settings` makes that write part of the INSERT)."""
     flat_select = _flat_select(database)
     version = hashlib.sha256((PROTO + flat_select + _VERDICT_SELECT).encode()).hexdigest()[:10]
     db = database
+    on = f" ON CLUSTER {cluster}" if cluster else ""
     return [
-        f"CREATE TABLE IF NOT EXISTS {db}.{LANDING}_{version} ({LANDING_COLUMNS}) ENGINE = Null",
-        f"CREATE TABLE IF NOT EXISTS {db}.{FLAT}_{version} AS {db}.spans ENGINE = Null",
-        f"ALTER TABLE {db}.{FLAT}_{version} ADD COLUMN IF NOT EXISTS batch String, "
+        f"CREATE TABLE IF NOT EXISTS {db}.{LANDING}_{version}{on} ({LANDING_COLUMNS}) ENGINE = Null",
+        f"CREATE TABLE IF NOT EXISTS {db}.{FLAT}_{version}{on} AS {db}.spans ENGINE = Null",
+        f"ALTER TABLE {db}.{FLAT}_{version}{on} ADD COLUMN IF NOT EXISTS batch String, "
         "ADD COLUMN IF NOT EXISTS seq UInt32, ADD COLUMN IF NOT EXISTS plain Bool",
-        f"CREATE TABLE IF NOT EXISTS {db}.{VERDICTS} (inserted DateTime DEFAULT now(), "
+        f"CREATE TABLE IF NOT EXISTS {db}.{VERDICTS}{on} (inserted DateTime DEFAULT now(), "
         "batch String, seq UInt32, "
         "spans UInt32, not_plain UInt32, project LowCardinality(String), trace_ids Array(FixedString(16))) "
         "ENGINE = MergeTree ORDER BY (batch, seq) TTL inserted + toIntervalDay(1)",
-        f"ALTER TABLE {db}.{VERDICTS} ADD COLUMN IF NOT EXISTS trace_spans Array(UInt32)",
-        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.{FLAT}_mv_{version} TO {db}.{FLAT}_{version} AS "
+        f"ALTER TABLE {db}.{VERDICTS}{on} ADD COLUMN IF NOT EXISTS trace_spans Array(UInt32)",
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.{FLAT}_mv_{version}{on} TO {db}.{FLAT}_{version} AS "
         f"SELECT {_SPAN_COLUMNS_SQL}, batch, seq, plain FROM ("
         + flat_select.replace(f"{db}.{LANDING}", f"{db}.{LANDING}_{version}")
         + ")",
-        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_spans_mv_{version} TO {db}.spans AS "
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_spans_mv_{version}{on} TO {db}.spans AS "
         f"SELECT {_SPAN_COLUMNS_SQL} FROM {db}.{FLAT}_{version} WHERE plain",
-        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_verdicts_mv_{version} TO {db}.{VERDICTS} AS "
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.otlp_verdicts_mv_{version}{on} TO {db}.{VERDICTS} AS "
         f"{_VERDICT_SELECT} FROM {db}.{FLAT}_{version} GROUP BY batch, seq",
     ]
 
@@ -508,9 +524,13 @@ def verdicts_sql(database: str) -> str:
     )
 
 
-def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdict]:
-    """One verdict per body of the batch (a body without spans has no row: nothing to store)."""
-    out = [Verdict() for _ in range(bodies)]
+def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdict | None]:
+    """One verdict per body of the batch; None for a body whose verdict was not read, which must
+    take the Python path. A body without spans has no row (its views write none), nor has any body
+    whose verdict the query did not see: verdicts are written by the node that ran the INSERT, and
+    a query sent elsewhere (a load balancer in front of a cluster) sees none. Only the Python path
+    can tell the two apart, and storing a body twice loses nothing (the copies collapse)."""
+    out: list[Verdict | None] = [None] * bodies
     for row in rows:
         seq = int(row["seq"])  # type: ignore[call-overload]
         if 0 <= seq < bodies:
@@ -528,6 +548,7 @@ def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdic
 
 
 __all__ = [
+    "CLUSTER_INSERT_SETTINGS",
     "FLAT",
     "FUTURE_LIMIT_NS",
     "INSERT_SETTINGS",

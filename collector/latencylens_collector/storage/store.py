@@ -386,7 +386,7 @@ class Store:
         ``batch`` is the bodies' batch id and the insert's deduplication token."""
         if self._otlp_settings is None:
             with self._guard("creating the OTLP landing views") as client:
-                for statement in otlp_sql.statements(self.database):
+                for statement in otlp_sql.statements(self.database, self.settings.clickhouse_cluster):
                     client.command(statement)
             self._otlp_settings = self._otlp_insert_settings()
         settings = {**self._otlp_settings, "insert_deduplication_token": batch}
@@ -400,14 +400,14 @@ class Store:
         directory (written atomically, once per store) rather than inline."""
         dsn = self.settings.clickhouse_dsn
         if not is_chdb(dsn):
-            return otlp_sql.insert_settings()
+            return otlp_sql.insert_settings(cluster=self.settings.clickhouse_cluster)
         path = chdb_path(dsn) / "format_schemas" / otlp_sql.schema_file_name()
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(f".{os.getpid()}.tmp")
             partial.write_text(otlp_sql.PROTO, encoding="utf-8")
             partial.replace(path)
-        return otlp_sql.insert_settings(str(path))
+        return otlp_sql.insert_settings(str(path), self.settings.clickhouse_cluster)
 
     # --- requests -----------------------------------------------------------------------------------
     def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:

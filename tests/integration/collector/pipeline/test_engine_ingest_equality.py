@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import itertools
+import os
 import struct
 import subprocess
 import sys
@@ -437,9 +438,16 @@ def test_mutated_export_bodies_store_the_same_rows(paths: TwoPaths, bodies: list
 def test_the_engine_path_on_a_clickhouse_server(clickhouse_server_url: str) -> None:
     """The schema goes inline with the INSERT, so a server needs no format_schema_path: a server
     database fed by the engine holds the rows the Python path computes (set
-    LATENCYLENS_TEST_CLICKHOUSE_URL to run)."""
+    LATENCYLENS_TEST_CLICKHOUSE_URL to run; with LATENCYLENS_TEST_CLICKHOUSE_CLUSTER also naming
+    a cluster, its tables and the engine's views are created ON CLUSTER and the spans go through
+    the Distributed front to their shard before the INSERT returns)."""
     database = f"latencylens_engine_{uuid.uuid4().hex[:8]}"
-    store = Store.connect(Settings(clickhouse_dsn=clickhouse_server_url, database=database, environ={}))
+    cluster = os.environ.get("LATENCYLENS_TEST_CLICKHOUSE_CLUSTER") or None
+    store = Store.connect(
+        Settings(
+            clickhouse_dsn=clickhouse_server_url, database=database, clickhouse_cluster=cluster, environ={}
+        )
+    )
     try:
         store.migrate()
         base = NOW - 3600 * 10**9
@@ -455,5 +463,5 @@ def test_the_engine_path_on_a_clickhouse_server(clickhouse_server_url: str) -> N
         assert store.spans_of_traces({row.trace_id for row in expected}) == expected
         assert len(_requests(store, "default")) == 1
     finally:
-        store.command(f"DROP DATABASE IF EXISTS {database}")
+        store.command(f"DROP DATABASE IF EXISTS {database}" + (f" ON CLUSTER {cluster}" if cluster else ""))
         store.close()

@@ -57,6 +57,7 @@ def test_official_exporters_over_http_and_grpc_are_stored_by_the_engine(start_co
     running = start_collector(ingest_path="engine")
     http_spans, grpc_spans = chat_trace(recent_base_ns()), chat_trace(recent_base_ns())
     received = metric("latencylens_spans_received_total", protocol="http")
+    stored = metric("latencylens_engine_bodies_total", outcome="stored")
     assert (
         HttpExporter(endpoint=f"{running.url}/v1/traces", timeout=60).export(http_spans)
         == SpanExportResult.SUCCESS
@@ -66,6 +67,7 @@ def test_official_exporters_over_http_and_grpc_are_stored_by_the_engine(start_co
     exporter.shutdown()
     assert metric("latencylens_spans_received_total", protocol="http") - received == 4
     assert _engine_counts(running.store) == {"spans": 8, "not_plain": 0}
+    assert metric("latencylens_engine_bodies_total", outcome="stored") - stored == 2
     for spans in (http_spans, grpc_spans):
         assert len(running.store.spans_of_traces([_trace_bytes(spans)])) == 4
         row = _request_row(running.store, spans)
@@ -179,17 +181,52 @@ def test_storage_down_sends_bodies_to_the_python_path_and_the_spool(start_collec
         clickhouse_dsn=f"http://default:@127.0.0.1:{closed}/", spool_dir=str(spool), ingest_path="engine"
     )
     traces = [chat_trace(recent_base_ns()) for _ in range(3)]
+    refused = metric("latencylens_engine_bodies_total", outcome="refused")
     for spans in traces:
         assert (
             _post(f"{down.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF).status_code == 200
         )
     assert len(list(spool.glob("*.spool"))) == 3
+    assert metric("latencylens_engine_bodies_total", outcome="refused") - refused == 3
     down.service.stop()
     restored = start_collector(spool_dir=str(spool), ingest_path="engine")
     wait_until(lambda: not list(spool.glob("*.spool")), what="the spool to drain")
     for spans in traces:
         assert len(restored.store.spans_of_traces([_trace_bytes(spans)])) == 4
         assert _request_row(restored.store, spans) is not None
+
+
+def test_bodies_whose_verdicts_are_not_seen_take_the_python_path(start_collector) -> None:
+    """A verdict is written by the node that ran the INSERT; one the collector does not read back
+    (its query went to another node of a cluster) must not count as stored. Here the verdicts'
+    view is dropped, so no verdict is written: every body takes the Python path and nothing is
+    lost; an empty export (no verdict either) is answered as before."""
+    running = start_collector(ingest_path="engine")
+    first = chat_trace(recent_base_ns())
+    answer = _post(f"{running.url}/v1/traces", content=protobuf_body(first), headers=PROTOBUF)
+    assert answer.status_code == 200  # the engine's tables and views now exist
+    [view] = running.store.query(
+        "SELECT name FROM system.tables WHERE database = {db:String} AND name LIKE 'otlp_verdicts_mv_%'",
+        {"db": running.store.database},
+    )
+    running.store.command(f"DROP VIEW {running.store.database}.{view['name']}")
+    unseen = metric("latencylens_engine_bodies_total", outcome="no_verdict")
+    stored = metric("latencylens_engine_bodies_total", outcome="stored")
+    traces = [chat_trace(recent_base_ns()) for _ in range(3)]
+    for spans in traces:
+        answer = _post(f"{running.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF)
+        assert answer.status_code == 200 and answer.content == b""
+    empty = _post(f"{running.url}/v1/traces", content=b"", headers=PROTOBUF)
+    assert empty.status_code == 200
+    assert metric("latencylens_engine_bodies_total", outcome="no_verdict") - unseen == 4
+    assert metric("latencylens_engine_bodies_total", outcome="stored") == stored
+    assert _engine_counts(running.store) == {"spans": 4, "not_plain": 0}  # the first export's only
+    for spans in traces:
+        assert len(running.store.spans_of_traces([_trace_bytes(spans)])) == 4
+        row = _request_row(running.store, spans)
+        assert row is not None and row["e2e_ns"] == 1000 * MS  # chat_trace: a 1000 ms request
+    counts = span_counts(running.store)
+    assert counts["final"] == counts["distinct_keys"] == 16
 
 
 def _marked_span_ids(store, trace: bytes) -> set[bytes]:

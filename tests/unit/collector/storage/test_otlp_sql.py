@@ -3,6 +3,8 @@ keeps a sender from setting the envelope's fields, the envelope itself, the fram
 
 from __future__ import annotations
 
+import re
+
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from otlp_builders import chat_trace, protobuf_body
 
@@ -51,3 +53,46 @@ def test_views_are_named_by_their_sql() -> None:
     assert first == again
     assert otlp_sql.landing_table("a").startswith("a.otlp_landing_")
     assert all(statement.count(" a.") or "a." in statement for statement in first)
+
+
+def test_on_a_cluster_every_node_gets_the_views_and_spans_go_to_their_shard() -> None:
+    """``ON CLUSTER`` right after each name; the SQL itself, and so the views' names, unchanged;
+    the verdicts stay a plain table of the node (never replicated: a verdict is its INSERT's);
+    the spans view writes the Distributed front ``spans``, not ``spans_local``."""
+    single, cluster = otlp_sql.statements("ll"), otlp_sql.statements("ll", "prod")
+    assert len(cluster) == len(single) == 8
+    for alone, on in zip(single, cluster, strict=True):
+        head = re.match(r"(?:CREATE (?:TABLE|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE) ll\.\w+", alone)
+        assert head is not None
+        name = head.group(0)
+        assert on == alone.replace(name, f"{name} ON CLUSTER prod", 1)
+        assert "ON CLUSTER" not in alone
+        assert "Replicated" not in on and "_local" not in on
+    spans_view = next(s for s in cluster if ".otlp_spans_mv_" in s)
+    assert " TO ll.spans AS SELECT " in spans_view
+    verdicts = next(s for s in cluster if "CREATE TABLE IF NOT EXISTS ll.otlp_verdicts " in s)
+    assert "ENGINE = MergeTree ORDER BY (batch, seq)" in verdicts
+    landing = otlp_sql.landing_table("ll")
+    assert cluster[0].startswith(f"CREATE TABLE IF NOT EXISTS {landing} ON CLUSTER prod (")
+
+
+def test_a_cluster_insert_stores_spans_on_their_shards_before_it_returns() -> None:
+    assert "distributed_foreground_insert" not in otlp_sql.insert_settings()
+    assert otlp_sql.insert_settings(cluster="prod")["distributed_foreground_insert"] == 1
+    in_file = otlp_sql.insert_settings("/data/s.proto", "prod")
+    assert in_file["format_schema"] == "/data/s.proto" and in_file["distributed_foreground_insert"] == 1
+    assert otlp_sql.insert_settings("/data/s.proto")["format_schema_source"] == "file"
+
+
+def test_a_body_without_a_verdict_row_has_no_verdict() -> None:
+    """Bodies 0 and 2 have rows; 1 has none (no span, or its verdict is on another node): None,
+    so it takes the Python path, never counted as stored."""
+    rows = [
+        {"seq": 0, "spans": 4, "not_plain": 0, "project": "p", "ids": [b"t" * 16], "counts": [4]},
+        {"seq": 2, "spans": 3, "not_plain": 1, "project": "p", "ids": [b"u" * 16], "counts": [2]},
+    ]
+    first, missing, third = otlp_sql.read_verdicts(rows, 3)
+    assert first is not None and first.stored_all and first.trace_spans == {b"t" * 16: 4}
+    assert missing is None
+    assert third is not None and not third.stored_all
+    assert otlp_sql.read_verdicts([], 2) == [None, None]
