@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from latencylens_collector.settings import Settings
+from latencylens_collector.storage import otlp_sql
 from latencylens_collector.storage.ddl import (
     Topology,
     current_ttl,
@@ -225,3 +226,14 @@ def test_migrations_and_retention_on_a_server(clickhouse_server_url: str) -> Non
         suffix = f" ON CLUSTER {cluster}" if cluster else ""
         store.command(f"DROP DATABASE IF EXISTS {database}{suffix}")
         store.close()
+
+
+def test_cluster_statements_parse_in_the_engine(make_settings: Callable[..., Settings]) -> None:
+    """Every statement rendered for a cluster (the migrations' and the engine path's views) is
+    parsed by ClickHouse's own parser (``formatQuery``, no cluster needed), which also puts
+    ``ON CLUSTER`` back where it belongs: a misplaced one would not parse."""
+    store = Store(make_settings())
+    statements = [*rendered(Topology("latencylens", "main")), *otlp_sql.statements("latencylens", "main")]
+    for statement in statements:
+        [row] = store.query("SELECT formatQuery({sql:String}) AS formatted", {"sql": statement})
+        assert " ON CLUSTER main" in row["formatted"] or statement.startswith("INSERT INTO")
