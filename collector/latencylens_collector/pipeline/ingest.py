@@ -157,57 +157,75 @@ class Ingestor:
         """The first half of :meth:`ingest_bodies`: the INSERT, then the stored traces it touched
         read back, ready to build their rows from (anywhere: :class:`.row_processes.RowProcess`).
 
-        A body that does not parse fails its whole INSERT: the batch is split in halves (each
-        piece its own token) until the failing bodies are alone, and their verdict is None.
-        A refusal for now (:func:`~.refusals.classify`: unreachable, read-only, ...) is raised
-        (StorageError) at once, as splitting cannot help."""
+        A body with span events goes to the views that store them, any other to the views of
+        spans without events (planning the events' SQL costs every INSERT ≈ 20 ms, so only bodies
+        that need it pay it): one INSERT per set the batch needs. Telling them apart costs a parse
+        by protobuf's C implementation (:func:`~.otlp_sql.has_span_events`, ≈ 0.6 µs a span). A
+        refusal for now (:func:`~.refusals.classify`: unreachable, read-only, ...) is raised
+        (StorageError) at once."""
         if not bodies:
             return BodiesStored([], [])
-        try:
-            return self._insert_bodies(bodies, batch_id)
-        except StorageError as exc:
-            if classify(exc).transient:
-                raise
-            if len(bodies) == 1:
-                return BodiesStored([None], [])
-        half = len(bodies) // 2
-        first = self.insert_bodies(bodies[:half], f"{batch_id}-a")
-        second = self.insert_bodies(bodies[half:], f"{batch_id}-b")
-        return BodiesStored([*first.verdicts, *second.verdicts], [*first.traces, *second.traces])
+        with self._lock:
+            self.store.ensure_ready()
+            with_events = [otlp_sql.has_span_events(body) for _, body, _ in bodies]
+            verdicts: list[otlp_sql.Verdict | None] = [None] * len(bodies)
+            for events, batch in ((False, batch_id), (True, f"{batch_id}-e")):
+                chosen = [index for index, has in enumerate(with_events) if has is events]
+                if chosen:
+                    inserted = self._inserted([bodies[index] for index in chosen], batch, events)
+                    for index, verdict in zip(chosen, inserted, strict=True):
+                        verdicts[index] = verdict
+            return BodiesStored(verdicts, self._stored_traces(verdicts))
 
     def write_built(self, rows: Sequence[dict[str, Any]]) -> None:
         """The second half of :meth:`ingest_bodies`: write the rows built from
         :attr:`BodiesStored.traces` (rows of one trace written in any order keep the most complete)."""
         self.store.upsert_requests(rows)
 
-    def _insert_bodies(
-        self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str
-    ) -> BodiesStored:
-        with self._lock:
-            self.store.ensure_ready()
+    def _inserted(
+        self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str, with_events: bool
+    ) -> list[otlp_sql.Verdict | None]:
+        """One INSERT's verdicts. A body that does not parse fails its whole INSERT: the batch is
+        split in halves (each piece its own token) until the failing bodies are alone, and their
+        verdict is None."""
+        try:
             data = otlp_sql.framed(
                 (body, otlp_sql.envelope(project, batch_id, seq, limits))
                 for seq, (project, body, limits) in enumerate(bodies)
             )
-            verdicts = otlp_sql.read_verdicts(self.store.insert_otlp_bodies(data, batch_id), len(bodies))
-            touched: dict[str, set[bytes]] = defaultdict(set)
-            stored_spans: dict[str, int] = defaultdict(int)
-            for verdict in verdicts:
-                if verdict is not None:
-                    touched[verdict.project] |= verdict.trace_ids
-                    stored_spans[verdict.project] += verdict.spans
-            traces: list[TraceToBuild] = []
-            for project, trace_ids in touched.items():
-                # The batch's spans are not in memory: its spans of the project, counted as if all
-                # were the trace's, bound from below what the trace held before it.
-                stamps = trace_state.stamps(self.store, trace_ids, project)
-                small = [
-                    trace_id
-                    for trace_id in sorted(trace_ids)
-                    if not self._was_past_cap(stamps.get(trace_id), stored_spans[project])
-                ]
-                traces.extend(self._read_back(project, small, {}))
-            return BodiesStored(list(verdicts), traces)
+            rows = self.store.insert_otlp_bodies(data, batch_id, with_events)
+            return otlp_sql.read_verdicts(rows, len(bodies))
+        except StorageError as exc:
+            if classify(exc).transient:
+                raise
+            if len(bodies) == 1:
+                return [None]
+        half = len(bodies) // 2
+        return [
+            *self._inserted(bodies[:half], f"{batch_id}-a", with_events),
+            *self._inserted(bodies[half:], f"{batch_id}-b", with_events),
+        ]
+
+    def _stored_traces(self, verdicts: Sequence[otlp_sql.Verdict | None]) -> list[TraceToBuild]:
+        """The traces the bodies' stored spans belong to, read back (those not past their cap)."""
+        touched: dict[str, set[bytes]] = defaultdict(set)
+        stored_spans: dict[str, int] = defaultdict(int)
+        for verdict in verdicts:
+            if verdict is not None:
+                touched[verdict.project] |= verdict.trace_ids
+                stored_spans[verdict.project] += verdict.spans
+        traces: list[TraceToBuild] = []
+        for project, trace_ids in touched.items():
+            # The batch's spans are not in memory: its spans of the project, counted as if all
+            # were the trace's, bound from below what the trace held before it.
+            stamps = trace_state.stamps(self.store, trace_ids, project)
+            small = [
+                trace_id
+                for trace_id in sorted(trace_ids)
+                if not self._was_past_cap(stamps.get(trace_id), stored_spans[project])
+            ]
+            traces.extend(self._read_back(project, small, {}))
+        return traces
 
     def _traces_to_build(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[TraceToBuild]:
         """What the rows of each trace in ``batch`` are built from: the batch alone when it holds

@@ -34,10 +34,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from latencylens import semconv
 from latencylens_collector.analysis.conventions import (
     KIND_OTHER,
     KNOWN_KINDS,
+    events,
     genai,
     logfire,
     openinference,
@@ -57,6 +61,9 @@ FLAT: Final = "otlp_flat"
 VERDICTS: Final = "otlp_verdicts"
 FUTURE_LIMIT_NS: Final = 24 * 3600 * 1_000_000_000
 """As :data:`latencylens_collector.intake.otlp.FUTURE_LIMIT_NS` (a lower layer cannot import it)."""
+MAX_EVENTS_PER_SPAN: Final = 128
+"""As :data:`latencylens_collector.intake.otlp.MAX_EVENTS_PER_SPAN`: a span with more takes the
+Python path (which drops the surplus and says so in its answer)."""
 UNKNOWN_SERVICE: Final = "unknown_service"
 MAX_RESOURCE_BYTES: Final = 64 * 1024
 
@@ -65,15 +72,15 @@ _VALUE_ONEOF: Final = """
     oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3;
                   double double_value = 4; ArrayValue array_value = 5; KeyValueList kvlist_value = 6;
                   bytes bytes_value = 7; }"""
-PROTO: Final = f"""syntax = "proto3";
-message ArrayItem {{{_VALUE_ONEOF} }}
+_PROTO: Final = """syntax = "proto3";
+message ArrayItem {{{value_oneof} }}
 message ArrayValue {{ repeated ArrayItem values = 1; }}
 message KeyValueList {{ }}
-message AnyValue {{{_VALUE_ONEOF} }}
+message AnyValue {{{value_oneof} }}
 message KeyValue {{ string key = 1; AnyValue value = 2; }}
 message Resource {{ repeated KeyValue attributes = 1; }}
 message Status {{ string message = 2; int32 code = 3; }}
-message Event {{ fixed64 time_unix_nano = 1; string name = 2; }}
+{event}
 message Span {{
     bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5; int32 kind = 6;
     fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9;
@@ -86,8 +93,18 @@ message Body {{
     uint32 ll_max_attribute_bytes = 1005; uint32 ll_max_span_bytes = 1006; bool ll_store_content = 1007;
     uint32 ll_content_max_bytes = 1008; }}
 """
+PROTO: Final = _PROTO.format(
+    value_oneof=_VALUE_ONEOF, event="message Event { fixed64 time_unix_nano = 1; string name = 2; }"
+)
 """``ExportTraceServiceRequest`` as far as a span row needs it (protobuf is compatible by field
 number), plus the envelope's fields (1001–1008)."""
+EVENTS_PROTO: Final = _PROTO.format(
+    value_oneof=_VALUE_ONEOF,
+    event="message EventKey { string key = 1; }\n"
+    "message Event { fixed64 time_unix_nano = 1; string name = 2; repeated EventKey attributes = 3; }",
+)
+""":data:`PROTO` whose events also bring their attribute keys (to tell events with attributes
+apart), for the views that store spans with events (:func:`statements`)."""
 
 _ONEOF: Final = (
     "value Enum8('none' = 0, 'string_value' = 1, 'bool_value' = 2, 'int_value' = 3, 'double_value' = 4, "
@@ -96,17 +113,25 @@ _ONEOF: Final = (
 )
 _ANY: Final = f"Tuple({_ONEOF}, array_value Tuple(values Array(Tuple({_ONEOF}))))"
 _KEY_VALUES: Final = f"Array(Tuple(key String, value {_ANY}))"
-_SPAN: Final = (
-    "Tuple(trace_id String, span_id String, parent_span_id String, name String, kind Int32, "
-    f"start_time_unix_nano UInt64, end_time_unix_nano UInt64, attributes {_KEY_VALUES}, "
-    "events Array(Tuple(time_unix_nano UInt64, name String)), dropped_events_count UInt32, "
-    "status Tuple(message String, code Int32))"
-)
-LANDING_COLUMNS: Final = (
-    f"resource_spans Array(Tuple(resource Tuple(attributes {_KEY_VALUES}), "
-    f"scope_spans Array(Tuple(spans Array({_SPAN}))))), "
-    "ll_project String, ll_batch String, ll_seq UInt32, ll_now_ns UInt64, ll_max_attribute_bytes UInt32, "
-    "ll_max_span_bytes UInt32, ll_store_content Bool, ll_content_max_bytes UInt32"
+
+
+def _landing_columns(event: str) -> str:
+    span = (
+        "Tuple(trace_id String, span_id String, parent_span_id String, name String, kind Int32, "
+        f"start_time_unix_nano UInt64, end_time_unix_nano UInt64, attributes {_KEY_VALUES}, "
+        f"events Array({event}), dropped_events_count UInt32, status Tuple(message String, code Int32))"
+    )
+    return (
+        f"resource_spans Array(Tuple(resource Tuple(attributes {_KEY_VALUES}), "
+        f"scope_spans Array(Tuple(spans Array({span}))))), "
+        "ll_project String, ll_batch String, ll_seq UInt32, ll_now_ns UInt64, ll_max_attribute_bytes UInt32, "
+        "ll_max_span_bytes UInt32, ll_store_content Bool, ll_content_max_bytes UInt32"
+    )
+
+
+LANDING_COLUMNS: Final = _landing_columns("Tuple(time_unix_nano UInt64, name String)")
+EVENTS_LANDING_COLUMNS: Final = _landing_columns(
+    "Tuple(time_unix_nano UInt64, name String, attributes Array(Tuple(key String)))"
 )
 INSERT_SETTINGS: Final = {
     "format_schema": PROTO,
@@ -123,10 +148,15 @@ views' CPU) than evaluating every branch. Merging the stages' expression steps i
 on these large expressions the merge costs each INSERT more planning (≈ 12 ms) than it saves."""
 
 
-def schema_file_name() -> str:
+def schema(with_events: bool = False) -> str:
+    """The schema an INSERT into :func:`landing_table` reads its bodies with."""
+    return EVENTS_PROTO if with_events else PROTO
+
+
+def schema_file_name(with_events: bool = False) -> str:
     """The schema's file name where it is written to a file (the embedded engine), named by its
     content so a changed schema never meets an older compiled copy."""
-    return f"otlp_body_{hashlib.sha256(PROTO.encode()).hexdigest()[:16]}.proto"
+    return f"otlp_body_{hashlib.sha256(schema(with_events).encode()).hexdigest()[:16]}.proto"
 
 
 CLUSTER_INSERT_SETTINGS: Final = {"distributed_foreground_insert": 1}
@@ -136,12 +166,16 @@ is answered only once its spans are stored (in the background, they would wait i
 queue)."""
 
 
-def insert_settings(schema_file: str | None = None, cluster: str | None = None) -> dict[str, object]:
-    """:data:`INSERT_SETTINGS` (and :data:`CLUSTER_INSERT_SETTINGS` on a cluster), reading the
-    schema from ``schema_file`` (an absolute path) when given: the embedded engine compiles an
-    inline schema from a copy it writes under the working directory (``__cache__/``), so there the
-    collector writes the file into its data directory."""
+def insert_settings(
+    schema_file: str | None = None, cluster: str | None = None, with_events: bool = False
+) -> dict[str, object]:
+    """:data:`INSERT_SETTINGS` (and :data:`CLUSTER_INSERT_SETTINGS` on a cluster) for the views
+    of spans without events, or ``with_events``, reading the schema from ``schema_file`` (an
+    absolute path) when given: the embedded engine compiles an inline schema from a copy it writes
+    under the working directory (``__cache__/``), so there the collector writes the file into its
+    data directory."""
     settings: dict[str, object] = {**INSERT_SETTINGS, **(CLUSTER_INSERT_SETTINGS if cluster else {})}
+    settings["format_schema"] = schema(with_events)
     if schema_file is not None:
         settings.update(format_schema=schema_file, format_schema_source="file")
     return settings
@@ -214,6 +248,17 @@ def otlp_frame_ok(body: bytes) -> bool:
                 break
         position += length
     return position == end
+
+
+def has_span_events(body: bytes) -> bool:
+    """Whether a span of the body has an event: such a body goes to the views that store spans
+    with events (:func:`statements`). Parsed by protobuf's C implementation, ≈ 0.6 µs a span;
+    False for a body that does not parse (its INSERT fails, and the Python path answers it)."""
+    try:
+        request = ExportTraceServiceRequest.FromString(body)
+    except DecodeError:
+        return False
+    return any(span.events for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans)
 
 
 def framed(bodies: Iterable[tuple[bytes, bytes]]) -> bytes:
@@ -336,9 +381,76 @@ _EVENTS_TYPE: Final = (
     "Array(Tuple(name String, time DateTime64(9, 'UTC'), attributes Map(LowCardinality(String), String)))"
 )
 _SPAN_KINDS: Final = ("unspecified", "internal", "server", "client", "producer", "consumer")
+_NO_TEXTS: Final = "CAST([], 'Array(String)')"
+_NEVER: Final = "toUInt64(18446744073709551615)"
 
 
-def _flat_select(database: str) -> str:
+def _stream_time(span: str, names: Iterable[str], earliest: bool) -> str:
+    """The earliest (or latest) time of the span's events named in ``names`` within its window, as
+    :func:`latencylens_collector.analysis.conventions.events.stream_attributes` reads it; 0 when
+    there is none (a time in the window is never 0: a plain span does not start at 0). One lambda
+    each: planning, not the rows, is most of a small INSERT's cost."""
+    outside = _NEVER if earliest else "0"
+    return (
+        f"{'arrayMin' if earliest else 'arrayMax'}(arrayMap(e -> if(has({_array(sorted(names))}, e.name) "
+        f"AND e.time_unix_nano >= {span}.start_time_unix_nano "
+        f"AND e.time_unix_nano <= {span}.end_time_unix_nano, e.time_unix_nano, {outside}), {span}.events))"
+    )
+
+
+@dataclass(frozen=True)
+class _EventsSql:
+    """The fragments of :func:`_flat_select` that differ when it stores spans with events."""
+
+    stream_columns: str = ""
+    keys: str = "keys0"
+    values: str = "values0"
+    dropped_keys: str = ""
+    dropped_values: str = ""
+    carried: str = ""
+    not_preset: str = ""
+    read: str = f"CAST([], {_quote(_EVENTS_TYPE)}) AS events,"
+    allowed: str = "length(s.events) = 0"
+    budget: str = ""
+
+
+def _events_sql() -> _EventsSql:
+    """Events without attributes: written to the ``events`` column, their names counted in the
+    per-span budget, and the stream times (``latencylens.events.*``) added by the Python path's
+    rules. An event with attributes, more than a span keeps, a name over the limit or not UTF-8,
+    one more than a day ahead, or a span already carrying a stream time is not plain."""
+    first_key, last_key = _quote(events.FIRST_CONTENT_NS), _quote(events.LAST_CHUNK_NS)
+    return _EventsSql(
+        stream_columns=f""",
+           first0 NOT IN (0, {_NEVER}) AND dropped_events_count = 0 AS has_first,
+           if(chunk0 != 0, chunk0, end0) AS last0,
+           arrayConcat(if(has_first, [{first_key}], {_NO_TEXTS}), if(last0 != 0, [{last_key}], {_NO_TEXTS}))
+           AS stream_keys,
+           arrayConcat(if(has_first, [toString(first0 - start_ns0)], {_NO_TEXTS}),
+                       if(last0 != 0, [toString(last0 - start_ns0)], {_NO_TEXTS})) AS stream_values""",
+        keys="arrayConcat(keys0, stream_keys)",
+        values="arrayConcat(values0, stream_values)",
+        dropped_keys=", stream_keys",
+        dropped_values=",\n                                      stream_values",
+        carried=", event_bytes",
+        not_preset="\n         AND NOT hasAny(keys0, stream_keys)",
+        read=f"""CAST(arrayMap(e -> (e.name, fromUnixTimestamp64Nano(toInt64(e.time_unix_nano), 'UTC'),
+                                         map()),
+                           s.events), {_quote(_EVENTS_TYPE)}) AS events,
+             length(arrayStringConcat(s.events.name)) AS event_bytes,
+             s.start_time_unix_nano AS start_ns0,
+             {_stream_time("s", events.FIRST_CONTENT_EVENTS, True)} AS first0,
+             {_stream_time("s", events.CHUNK_EVENTS, False)} AS chunk0,
+             {_stream_time("s", events.STREAM_END_EVENTS, False)} AS end0,""",
+        allowed=f"""length(s.events) <= {MAX_EVENTS_PER_SPAN}
+             AND arrayAll(e -> length(e.attributes) = 0 AND isValidUTF8(e.name)
+                               AND length(e.name) <= ll_max_attribute_bytes
+                               AND e.time_unix_nano <= ll_now_ns + {FUTURE_LIMIT_NS}, s.events)""",
+        budget="+ event_bytes ",
+    )
+
+
+def _flat_select(database: str, with_events: bool = False) -> str:
     """One row per span of the landed bodies, with its row columns, ``plain`` and its body.
 
     Built in stages, each a subquery whose columns the next reads: a value used in several places
@@ -346,7 +458,11 @@ def _flat_select(database: str) -> str:
     place that names it and analyzed again there (the value checks read the texts of the stage
     before rather than writing them again). Planning, not the rows, is most of a small INSERT's
     cost: with the stages and :data:`INSERT_SETTINGS`, an INSERT's views take ≈ 72 ms before its
-    first span (≈ 115 ms in one stage), then ≈ 12 µs a span."""
+    first span (≈ 115 ms in one stage), then ≈ 12 µs a span.
+
+    ``with_events``: spans with events are stored too (:func:`_events_sql`), for ≈ 20 ms more
+    planning per INSERT, hence a set of views of their own (:func:`statements`)."""
+    e = _events_sql() if with_events else _EventsSql()
     content_keys = _array(sorted(CONTENT_KEYS))
     indexed = _quote("(?s)^" + INDEXED_PATTERN)
     oi = _quote(openinference.OPENINFERENCE_SPAN_KIND)
@@ -360,26 +476,26 @@ SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, att
        dropped_events_count, batch, seq,
        checked AND match(attributes[{oi}], {_PRINTABLE})
        AND length(arrayStringConcat(mapKeys(attributes))) + length(arrayStringConcat(mapValues(attributes)))
-           <= ll_max_span_bytes AS plain
+           {e.budget}<= ll_max_span_bytes AS plain
 FROM (
   SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind,
-         if(dropped = 0, mapFromArrays(keys0, values0),
+         if(dropped = 0, mapFromArrays({e.keys}, {e.values}),
             mapFromArrays(arrayConcat(arrayFilter((k, c) -> NOT c, keys0, content0),
-                                      [{_quote(DROPPED_ATTRIBUTES)}, {_quote(DROPPED_BYTES)}]),
+                                      [{_quote(DROPPED_ATTRIBUTES)}, {_quote(DROPPED_BYTES)}]{e.dropped_keys}),
                           arrayConcat(arrayFilter((v, c) -> NOT c, values0, content0),
                                       [toString(dropped),
-                                       toString(arraySum((v, c) -> if(c, length(v), 0), values0, content0))]))
+                                       toString(arraySum((v, c) -> if(c, length(v), 0), values0, content0))]{e.dropped_values}))
          ) AS attributes,
          start_time, duration_ns, status_code, status_message, resource_attributes, events,
-         dropped_events_count, batch, seq, ll_max_span_bytes,
-         checked0
+         dropped_events_count, batch, seq, ll_max_span_bytes{e.carried},
+         checked0{e.not_preset}
          AND {_attributes_ok("key_values0", "values0", "match({k}, " + _PRINTABLE + ")", limit)}
          AND (dropped = 0 OR NOT hasAny(keys0, {_array((DROPPED_ATTRIBUTES, DROPPED_BYTES))}))
          AND if(ll_store_content,
                 NOT arrayExists((v, c) -> c AND length(v) > ll_content_max_bytes, values0, content0), 1)
          AS checked
   FROM (
-    SELECT *, if(ll_store_content, 0, arrayCount(c -> c, content0)) AS dropped
+    SELECT *, if(ll_store_content, 0, arrayCount(c -> c, content0)) AS dropped{e.stream_columns}
     FROM (
       SELECT ll_project AS project, toFixedString(substring(s.trace_id, 1, 16), 16) AS trace_id,
              toFixedString(substring(s.span_id, 1, 8), 8) AS span_id,
@@ -396,7 +512,7 @@ FROM (
              toInt64(s.end_time_unix_nano) - toInt64(s.start_time_unix_nano) AS duration_ns,
              toUInt8(s.status.code) AS status_code, s.status.message AS status_message,
              resource AS resource_attributes,
-             CAST([], {_quote(_EVENTS_TYPE)}) AS events,
+             {e.read}
              s.dropped_events_count AS dropped_events_count,
              ll_batch AS batch, ll_seq AS seq, {limits},
              resource_ok
@@ -407,7 +523,7 @@ FROM (
              AND greatest(s.start_time_unix_nano, s.end_time_unix_nano) <= ll_now_ns + {FUTURE_LIMIT_NS}
              AND s.end_time_unix_nano >= s.start_time_unix_nano
              AND s.status.code BETWEEN 0 AND 2
-             AND length(s.events) = 0
+             AND {e.allowed}
              AND isValidUTF8(s.name) AND length(s.name) <= ll_max_attribute_bytes
              AND isValidUTF8(s.status.message) AND length(s.status.message) <= ll_max_attribute_bytes
              AND ll_max_attribute_bytes >= 32
@@ -435,7 +551,7 @@ FROM (
       ARRAY JOIN ss.spans AS s
     )
   )
-)"""
+)"""  # noqa: E501 (the SQL is easier to read unbroken)
 
 
 _SPAN_COLUMNS_SQL: Final = (
@@ -454,28 +570,40 @@ each it stored (``trace_ids`` and ``trace_spans`` in step, for the per-trace spa
 
 
 def statements(database: str, cluster: str | None = None) -> list[str]:
-    """The landing tables and their views, for a database (each ``IF NOT EXISTS``). The views'
-    names carry a hash of their SQL, so a collector whose mapping changed makes its own.
+    """The landing tables and their views, for a database (each ``IF NOT EXISTS``): two sets, one
+    for spans without events and one for spans with events (which costs every INSERT ≈ 20 ms more
+    planning, so only bodies that need it take it), feeding one verdicts table. The views' names
+    carry a hash of their SQL, so a collector whose mapping changed makes its own.
 
     On a cluster (``cluster``, :mod:`.ddl`'s topology) each is created ``ON CLUSTER``, so any node
     can take an INSERT of bodies. The ``Null`` tables and ``otlp_verdicts`` are the node's own (a
     verdict concerns the INSERT that node ran, read by the collector that sent it); the spans view
     writes to ``spans``, the ``Distributed`` front, so each span goes to its trace's shard as the
     Python path's inserts do (:func:`insert_settings` makes that write part of the INSERT)."""
-    flat_select = _flat_select(database)
-    version = hashlib.sha256((PROTO + flat_select + _VERDICT_SELECT).encode()).hexdigest()[:10]
     db = database
     on = f" ON CLUSTER {cluster}" if cluster else ""
     return [
-        f"CREATE TABLE IF NOT EXISTS {db}.{LANDING}_{version}{on} ({LANDING_COLUMNS}) ENGINE = Null",
-        f"CREATE TABLE IF NOT EXISTS {db}.{FLAT}_{version}{on} AS {db}.spans ENGINE = Null",
-        f"ALTER TABLE {db}.{FLAT}_{version}{on} ADD COLUMN IF NOT EXISTS batch String, "
-        "ADD COLUMN IF NOT EXISTS seq UInt32, ADD COLUMN IF NOT EXISTS plain Bool",
+        *_view_set(db, on, with_events=False)[:3],
         f"CREATE TABLE IF NOT EXISTS {db}.{VERDICTS}{on} (inserted DateTime DEFAULT now(), "
         "batch String, seq UInt32, "
         "spans UInt32, not_plain UInt32, project LowCardinality(String), trace_ids Array(FixedString(16))) "
         "ENGINE = MergeTree ORDER BY (batch, seq) TTL inserted + toIntervalDay(1)",
         f"ALTER TABLE {db}.{VERDICTS}{on} ADD COLUMN IF NOT EXISTS trace_spans Array(UInt32)",
+        *_view_set(db, on, with_events=False)[3:],
+        *_view_set(db, on, with_events=True),
+    ]
+
+
+def _view_set(db: str, on: str, with_events: bool) -> list[str]:
+    """One set: its landing and flat tables (3 statements), then its three views."""
+    flat_select = _flat_select(db, with_events)
+    proto, columns = (EVENTS_PROTO, EVENTS_LANDING_COLUMNS) if with_events else (PROTO, LANDING_COLUMNS)
+    version = hashlib.sha256((proto + flat_select + _VERDICT_SELECT).encode()).hexdigest()[:10]
+    return [
+        f"CREATE TABLE IF NOT EXISTS {db}.{LANDING}_{version}{on} ({columns}) ENGINE = Null",
+        f"CREATE TABLE IF NOT EXISTS {db}.{FLAT}_{version}{on} AS {db}.spans ENGINE = Null",
+        f"ALTER TABLE {db}.{FLAT}_{version}{on} ADD COLUMN IF NOT EXISTS batch String, "
+        "ADD COLUMN IF NOT EXISTS seq UInt32, ADD COLUMN IF NOT EXISTS plain Bool",
         f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.{FLAT}_mv_{version}{on} TO {db}.{FLAT}_{version} AS "
         f"SELECT {_SPAN_COLUMNS_SQL}, batch, seq, plain FROM ("
         + flat_select.replace(f"{db}.{LANDING}", f"{db}.{LANDING}_{version}")
@@ -487,9 +615,10 @@ def statements(database: str, cluster: str | None = None) -> list[str]:
     ]
 
 
-def landing_table(database: str) -> str:
-    """The landing table the current mapping's views read."""
-    first = statements(database)[0]
+def landing_table(database: str, with_events: bool = False) -> str:
+    """The landing table the current mapping's views read: those of spans without events, or
+    (``with_events``) those that also store spans with events."""
+    first = _view_set(database, "", with_events)[0]
     return first.split("IF NOT EXISTS ", 1)[1].split(" ", 1)[0]
 
 
@@ -549,11 +678,14 @@ def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdic
 
 __all__ = [
     "CLUSTER_INSERT_SETTINGS",
+    "EVENTS_LANDING_COLUMNS",
+    "EVENTS_PROTO",
     "FLAT",
     "FUTURE_LIMIT_NS",
     "INSERT_SETTINGS",
     "LANDING",
     "LANDING_COLUMNS",
+    "MAX_EVENTS_PER_SPAN",
     "MAX_RESOURCE_BYTES",
     "PROTO",
     "UNKNOWN_SERVICE",
@@ -562,10 +694,12 @@ __all__ = [
     "Verdict",
     "envelope",
     "framed",
+    "has_span_events",
     "insert_settings",
     "landing_table",
     "otlp_frame_ok",
     "read_verdicts",
+    "schema",
     "schema_file_name",
     "statements",
     "verdicts_sql",

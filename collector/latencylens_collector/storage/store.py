@@ -236,7 +236,7 @@ class Store:
             _CHDB_LOCK if is_chdb(settings.clickhouse_dsn) else contextlib.nullcontext()
         )
         self._migrated = False
-        self._otlp_settings: dict[str, object] | None = None
+        self._otlp_settings: dict[bool, dict[str, object]] | None = None
         """The OTLP bodies' INSERT settings, set once the landing views exist."""
 
     @classmethod
@@ -380,34 +380,35 @@ class Store:
         return [SpanRow(**row) for row in rows]
 
     # --- OTLP bodies decoded by the engine (storage/otlp_sql.py) -------------------------------------
-    def insert_otlp_bodies(self, data: bytes, batch: str) -> list[dict[str, Any]]:
+    def insert_otlp_bodies(self, data: bytes, batch: str, with_events: bool = False) -> list[dict[str, Any]]:
         """One INSERT of length-delimited export bodies (:func:`otlp_sql.framed`) whose views store
         their plain spans; returns what they did with each body (:func:`otlp_sql.read_verdicts`).
-        ``batch`` is the bodies' batch id and the insert's deduplication token."""
+        ``batch`` is the bodies' batch id and the insert's deduplication token; ``with_events``
+        sends them to the views that also store spans with events."""
         if self._otlp_settings is None:
             with self._guard("creating the OTLP landing views") as client:
                 for statement in otlp_sql.statements(self.database, self.settings.clickhouse_cluster):
                     client.command(statement)
-            self._otlp_settings = self._otlp_insert_settings()
-        settings = {**self._otlp_settings, "insert_deduplication_token": batch}
-        table = otlp_sql.landing_table(self.database)
+            self._otlp_settings = {events: self._otlp_insert_settings(events) for events in (False, True)}
+        settings = {**self._otlp_settings[with_events], "insert_deduplication_token": batch}
+        table = otlp_sql.landing_table(self.database, with_events)
         with self._guard("inserting OTLP bodies") as client:
             client.raw_insert(table, insert_block=data, fmt="Protobuf", settings=settings)
         return self.query(otlp_sql.verdicts_sql(self.database), {"batch": batch})
 
-    def _otlp_insert_settings(self) -> dict[str, object]:
+    def _otlp_insert_settings(self, with_events: bool) -> dict[str, object]:
         """The OTLP bodies' INSERT settings; embedded, with the schema in a file of the data
         directory (written atomically, once per store) rather than inline."""
-        dsn = self.settings.clickhouse_dsn
+        dsn, cluster = self.settings.clickhouse_dsn, self.settings.clickhouse_cluster
         if not is_chdb(dsn):
-            return otlp_sql.insert_settings(cluster=self.settings.clickhouse_cluster)
-        path = chdb_path(dsn) / "format_schemas" / otlp_sql.schema_file_name()
+            return otlp_sql.insert_settings(cluster=cluster, with_events=with_events)
+        path = chdb_path(dsn) / "format_schemas" / otlp_sql.schema_file_name(with_events)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(otlp_sql.PROTO, encoding="utf-8")
+            partial.write_text(otlp_sql.schema(with_events), encoding="utf-8")
             partial.replace(path)
-        return otlp_sql.insert_settings(str(path), self.settings.clickhouse_cluster)
+        return otlp_sql.insert_settings(str(path), cluster, with_events)
 
     # --- requests -----------------------------------------------------------------------------------
     def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from latencylens_collector.storage.store import Store
 NOW = 1_800_000_000_000_000_000
 """The collector's clock for both paths (2027), so the far-future check is deterministic."""
 LIMITS = otlp.Limits(now_ns=NOW)
+MAX_EVENTS = otlp.MAX_EVENTS_PER_SPAN
 TESTS = Path(__file__).resolve().parents[3]
 FIXTURES = TESTS / "fixtures"
 _projects = itertools.count()
@@ -203,8 +205,8 @@ def test_content_is_dropped_and_counted_as_in_python(paths: TwoPaths) -> None:
 
 
 def test_bodies_needing_repair_or_rejection_take_the_python_path(paths: TwoPaths) -> None:
-    """Invalid ids, a span ending before it starts, a value over the size limit, events: the
-    engine stores none of those bodies itself; rows still equal."""
+    """Invalid ids, a span ending before it starts, a value over the size limit, an event with
+    attributes: the engine stores none of those bodies itself; rows still equal."""
     base = NOW - 3600 * 10**9
 
     def body(change: Callable[[Span], None]) -> bytes:
@@ -213,7 +215,10 @@ def test_bodies_needing_repair_or_rejection_take_the_python_path(paths: TwoPaths
         return request.SerializeToString()
 
     def with_event(span: Span) -> None:
-        span.events.add(name="gen_ai.content.completion", time_unix_nano=span.start_time_unix_nano + 5)
+        event = span.events.add(
+            name="gen_ai.content.completion", time_unix_nano=span.start_time_unix_nano + 5
+        )
+        event.attributes.add(key="gen_ai.completion", value=AnyValue(string_value="words"))
 
     changes: list[Callable[[Span], None]] = [
         lambda span: setattr(span, "trace_id", bytes(16)),
@@ -225,6 +230,150 @@ def test_bodies_needing_repair_or_rejection_take_the_python_path(paths: TwoPaths
     project, stored = paths.ingest([body(change) for change in changes])
     assert stored == [False] * len(changes)
     paths.assert_equal(project)
+
+
+def _with_events(base: int, change: Callable[[Span], None]) -> bytes:
+    """The builders' chat trace with ``change`` made to its model span (the third)."""
+    request = ExportTraceServiceRequest.FromString(protobuf_body(chat_trace(base)))
+    change(request.resource_spans[0].scope_spans[0].spans[2])
+    return request.SerializeToString()
+
+
+def _chunk_events(name: str, count: int, offset_ns: int = 1_000) -> Callable[[Span], None]:
+    def change(span: Span) -> None:
+        for index in range(count):
+            span.events.add(name=name, time_unix_nano=span.start_time_unix_nano + offset_ns * (index + 1))
+
+    return change
+
+
+def _events(*named: tuple[str, int]) -> Callable[[Span], None]:
+    """Events ``(name, ns after the span's start)``; a negative offset counts back from its end."""
+
+    def change(span: Span) -> None:
+        for name, offset in named:
+            at = span.start_time_unix_nano + offset if offset >= 0 else span.end_time_unix_nano + offset + 1
+            span.events.add(name=name, time_unix_nano=at)
+
+    return change
+
+
+def test_events_without_attributes_are_stored_by_the_engine_with_the_same_rows(paths: TwoPaths) -> None:
+    """Stream events as instrumentations record them (OpenLLMetry's chunk events, old and new
+    names; OpenInference's first token; a GenAI choice), events outside the span, with a dropped
+    count, and others: the engine stores them itself, with the stream times Python reads from them."""
+    base = NOW - 3600 * 10**9
+    changes: list[Callable[[Span], None]] = [
+        _chunk_events("gen_ai.content.completion.chunk", 40),
+        _chunk_events("llm.content.completion.chunk", 3),
+        _events(("First Token Stream Event", 2_000), ("gen_ai.choice", -1)),
+        _events(("gen_ai.choice", 5_000), ("gen_ai.choice", 7_000)),
+        _events(("gen_ai.content.completion.chunk", 9_000), ("First Token Stream Event", 4_000)),
+        _events(("gen_ai.content.completion.chunk", -(10**12)), ("gen_ai.content.completion.chunk", 10**13)),
+        _events(("exception", 100), ("retry", 200)),
+        _events(("gen_ai.content.completion.chunk", 0), ("gen_ai.content.completion.chunk", -1)),
+        _chunk_events("gen_ai.content.completion.chunk", MAX_EVENTS),
+    ]
+
+    def dropped(span: Span) -> None:
+        _chunk_events("gen_ai.content.completion.chunk", 5)(span)
+        span.dropped_events_count = 30
+
+    changes.append(dropped)
+    project, stored = paths.ingest(
+        [_with_events(base + i * 10**9, change) for i, change in enumerate(changes)]
+    )
+    assert stored == [True] * len(changes)
+    assert paths.assert_equal(project) == 4 * len(changes)
+    model = {
+        row["trace_id"]: dict(row["attributes"])
+        for row in _spans(paths.engine, project)
+        if row["kind"] == "model"
+    }
+    first, last = "latencylens.events.first_content_ns", "latencylens.events.last_chunk_ns"
+    readings = Counter((attrs.get(first), attrs.get(last)) for attrs in model.values())
+    # Offsets from the model span's start (it lasts 700 ms in the builders' trace), as written:
+    assert readings == Counter(
+        {
+            ("1000", "40000"): 1,  # 40 chunks 1 µs apart: the first at 1 µs, the last at 40 µs
+            ("1000", "3000"): 1,  # the older chunk name, 3 chunks
+            ("2000", "700000000"): 1,  # first token at 2 µs; no chunk, so the choice at the end
+            (None, "7000"): 1,  # two choices: no first content, the later choice last
+            ("4000", "9000"): 1,  # first token before the chunk: the earlier is first
+            (None, None): 2,  # events outside the span's window; names no convention reads
+            ("0", "700000000"): 1,  # chunks at the span's start and at its end (inclusive)
+            ("1000", "128000"): 1,  # as many chunks as a span keeps
+            (None, "5000"): 1,  # 30 events dropped before these 5: the first chunk is not known
+        }
+    )
+
+
+def test_events_the_engine_leaves_to_python(paths: TwoPaths) -> None:
+    """More events than a span keeps, an event name over the size limit, one in the far future, a
+    span that already carries a stream-time attribute: each body takes the Python path."""
+    base = NOW - 3600 * 10**9
+
+    def preset(span: Span) -> None:
+        _chunk_events("gen_ai.content.completion.chunk", 2)(span)
+        span.attributes.add(key="latencylens.events.last_chunk_ns", value=AnyValue(string_value="1"))
+
+    def future(span: Span) -> None:
+        span.events.add(name="retry", time_unix_nano=NOW + 2 * 24 * 3600 * 10**9)
+
+    changes: list[Callable[[Span], None]] = [
+        _chunk_events("gen_ai.content.completion.chunk", MAX_EVENTS + 1),
+        _events(("x" * (LIMITS.max_attribute_bytes + 1), 10)),
+        future,
+        preset,
+    ]
+    project, stored = paths.ingest(
+        [_with_events(base + i * 10**9, change) for i, change in enumerate(changes)]
+    )
+    assert stored == [False] * len(changes)
+    paths.assert_equal(project)
+
+
+def _events_inserts(store: Store) -> int:
+    """Bodies the views of spans with events have seen (their batch ids end in ``-e``); 0 before
+    any body was inserted (the table is made with the views, on first use)."""
+    [exists] = store.query(
+        "SELECT count() AS n FROM system.tables WHERE database = {db:String} AND name = 'otlp_verdicts'",
+        {"db": store.database},
+    )
+    if not exists["n"]:
+        return 0
+    [row] = store.query(
+        f"SELECT count() AS n FROM {store.table('otlp_verdicts')} WHERE endsWith(batch, '-e')"
+    )
+    return int(row["n"])
+
+
+def test_only_bodies_with_events_take_the_views_with_events(paths: TwoPaths) -> None:
+    """A batch without span events makes one INSERT, into the views of spans without events (the
+    events' SQL plans nothing for it). In a mixed batch, the bodies with events go to the other
+    views, which store them; one with events and another fault (a span ending before it starts)
+    is refused there and takes the Python path; rows equal throughout."""
+    base = NOW - 3600 * 10**9
+    before = _events_inserts(paths.engine)
+    project, stored = paths.ingest([protobuf_body(chat_trace(base + i * 10**9)) for i in range(3)])
+    assert stored == [True] * 3
+    assert _events_inserts(paths.engine) == before
+    paths.assert_equal(project)
+
+    def faulty(span: Span) -> None:
+        _chunk_events("gen_ai.content.completion.chunk", 3)(span)
+        span.end_time_unix_nano = span.start_time_unix_nano - 1
+
+    bodies = [
+        _with_events(base + 10 * 10**9, _chunk_events("gen_ai.content.completion.chunk", 3)),
+        protobuf_body(chat_trace(base + 11 * 10**9)),
+        _with_events(base + 12 * 10**9, faulty),
+        _with_events(base + 13 * 10**9, _events(("First Token Stream Event", 2_000))),
+    ]
+    project, stored = paths.ingest(bodies)
+    assert stored == [True, True, False, True]
+    assert _events_inserts(paths.engine) == before + 3  # bodies 0, 2 and 3
+    assert paths.assert_equal(project) == 15  # 4 traces of 4 spans, less the one ending before it starts
 
 
 def test_a_body_that_does_not_parse_costs_only_itself(paths: TwoPaths) -> None:
@@ -375,7 +524,23 @@ def _span(draw: st.DrawFn, trace_id: bytes, root_id: bytes | None) -> Span:
     span.status.code = draw(st.integers(0, 2))
     span.status.message = draw(st.text(max_size=5))
     span.attributes.extend(KeyValue(key=key, value=value) for key, value in draw(_attributes))
+    for _ in range(draw(st.integers(0, 3))):  # stream events, in and out of the span's window
+        offset = draw(st.sampled_from([0, 1, 10**6, 10**9, -1, 2 * 10**9]))
+        event = span.events.add(name=draw(_EVENT_NAMES), time_unix_nano=max(start + offset, 0))
+        if draw(st.integers(0, 4)) == 0:  # one in five with an attribute: the Python path's
+            event.attributes.add(key="gen_ai.completion", value=AnyValue(string_value="w"))
     return span
+
+
+_EVENT_NAMES = st.sampled_from(
+    [
+        "gen_ai.content.completion.chunk",
+        "llm.content.completion.chunk",
+        "First Token Stream Event",
+        "gen_ai.choice",
+        "exception",
+    ]
+)
 
 
 @st.composite

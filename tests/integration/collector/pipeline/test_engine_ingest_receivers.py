@@ -205,11 +205,13 @@ def test_bodies_whose_verdicts_are_not_seen_take_the_python_path(start_collector
     first = chat_trace(recent_base_ns())
     answer = _post(f"{running.url}/v1/traces", content=protobuf_body(first), headers=PROTOBUF)
     assert answer.status_code == 200  # the engine's tables and views now exist
-    [view] = running.store.query(
+    views = running.store.query(
         "SELECT name FROM system.tables WHERE database = {db:String} AND name LIKE 'otlp_verdicts_mv_%'",
         {"db": running.store.database},
     )
-    running.store.command(f"DROP VIEW {running.store.database}.{view['name']}")
+    assert len(views) == 2  # one per set of views: spans without events, spans with events
+    for view in views:
+        running.store.command(f"DROP VIEW {running.store.database}.{view['name']}")
     unseen = metric("latencylens_engine_bodies_total", outcome="no_verdict")
     stored = metric("latencylens_engine_bodies_total", outcome="stored")
     traces = [chat_trace(recent_base_ns()) for _ in range(3)]
@@ -227,6 +229,34 @@ def test_bodies_whose_verdicts_are_not_seen_take_the_python_path(start_collector
         assert row is not None and row["e2e_ns"] == 1000 * MS  # chat_trace: a 1000 ms request
     counts = span_counts(running.store)
     assert counts["final"] == counts["distinct_keys"] == 16
+
+
+def test_a_stream_recorded_as_chunk_events_is_stored_by_the_engine(start_collector) -> None:
+    """A model call with one chunk event per chunk received, as OpenLLMetry records a stream: the
+    body goes to the views that store span events; its spans keep their events, the model span
+    gains the stream times read from them, and the request row is there at once."""
+    running = start_collector(ingest_path="engine")
+    spans = chat_trace(recent_base_ns())
+    request = export_request(spans)
+    model = request.resource_spans[0].scope_spans[0].spans[2]
+    for index in range(101):  # 101 chunks 4 ms apart, from 300 ms after the call's start
+        model.events.add(
+            name="gen_ai.content.completion.chunk",
+            time_unix_nano=model.start_time_unix_nano + (300 + 4 * index) * MS,
+        )
+    stored = metric("latencylens_engine_bodies_total", outcome="stored")
+    answer = _post(f"{running.url}/v1/traces", content=request.SerializeToString(), headers=PROTOBUF)
+    assert answer.status_code == 200 and answer.content == b""
+    assert metric("latencylens_engine_bodies_total", outcome="stored") - stored == 1
+    rows = {row.name: row for row in running.store.spans_of_traces([_trace_bytes(spans)])}
+    assert len(rows) == 4
+    call = rows[model.name]
+    assert len(call.events) == 101 and call.events[0].name == "gen_ai.content.completion.chunk"
+    # The first chunk event at 300 ms, the last at 300 + 4 × 100 = 700 ms after the call's start.
+    assert call.attributes["latencylens.events.first_content_ns"] == str(300 * MS)
+    assert call.attributes["latencylens.events.last_chunk_ns"] == str(700 * MS)
+    row = _request_row(running.store, spans)
+    assert row is not None and row["e2e_ns"] == 1000 * MS
 
 
 def _marked_span_ids(store, trace: bytes) -> set[bytes]:

@@ -14,20 +14,23 @@ from latencylens_collector.storage import otlp_sql
 from latencylens_collector.storage.store import Store
 
 
+@pytest.mark.parametrize("with_events", [False, True], ids=["plain views", "views with events"])
 def test_engine_inserts_leave_nothing_in_the_working_directory(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_events: bool
 ) -> None:
     monkeypatch.chdir(tmp_path)
     limits = otlp_sql.BodyLimits(recent_base_ns(), 65_536, 1_048_576, False, 16_384)
     body = protobuf_body(chat_trace(recent_base_ns()))
     verdicts = store.insert_otlp_bodies(
-        otlp_sql.framed([(body, otlp_sql.envelope("default", "b1", 0, limits))]), "b1"
+        otlp_sql.framed([(body, otlp_sql.envelope("default", "b1", 0, limits))]), "b1", with_events
     )
 
     assert verdicts, "the engine read the body"
     assert list(tmp_path.iterdir()) == []
-    schema = chdb_path(store.settings.clickhouse_dsn) / "format_schemas" / otlp_sql.schema_file_name()
-    assert schema.read_text(encoding="utf-8") == otlp_sql.PROTO
+    folder = chdb_path(store.settings.clickhouse_dsn) / "format_schemas"
+    schema = folder / otlp_sql.schema_file_name(with_events)
+    expected = otlp_sql.EVENTS_PROTO if with_events else otlp_sql.PROTO
+    assert schema.read_text(encoding="utf-8") == expected
     spans = store.query(f"SELECT count() AS n FROM {store.table('spans')}")
     assert spans[0]["n"] == 4  # chat_trace: root, retrieval, model call, tool
 

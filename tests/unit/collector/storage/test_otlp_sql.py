@@ -8,6 +8,7 @@ import re
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from otlp_builders import chat_trace, protobuf_body
 
+from latencylens_collector.intake import otlp
 from latencylens_collector.storage import otlp_sql
 
 BODY = protobuf_body(chat_trace(1_700_000_000_000_000_000))
@@ -60,7 +61,7 @@ def test_on_a_cluster_every_node_gets_the_views_and_spans_go_to_their_shard() ->
     the verdicts stay a plain table of the node (never replicated: a verdict is its INSERT's);
     the spans view writes the Distributed front ``spans``, not ``spans_local``."""
     single, cluster = otlp_sql.statements("ll"), otlp_sql.statements("ll", "prod")
-    assert len(cluster) == len(single) == 8
+    assert len(cluster) == len(single) == 14  # the verdicts table, and two sets of six
     for alone, on in zip(single, cluster, strict=True):
         head = re.match(r"(?:CREATE (?:TABLE|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE) ll\.\w+", alone)
         assert head is not None
@@ -68,8 +69,8 @@ def test_on_a_cluster_every_node_gets_the_views_and_spans_go_to_their_shard() ->
         assert on == alone.replace(name, f"{name} ON CLUSTER prod", 1)
         assert "ON CLUSTER" not in alone
         assert "Replicated" not in on and "_local" not in on
-    spans_view = next(s for s in cluster if ".otlp_spans_mv_" in s)
-    assert " TO ll.spans AS SELECT " in spans_view
+    spans_views = [s for s in cluster if ".otlp_spans_mv_" in s]
+    assert len(spans_views) == 2 and all(" TO ll.spans AS SELECT " in view for view in spans_views)
     verdicts = next(s for s in cluster if "CREATE TABLE IF NOT EXISTS ll.otlp_verdicts " in s)
     assert "ENGINE = MergeTree ORDER BY (batch, seq)" in verdicts
     landing = otlp_sql.landing_table("ll")
@@ -96,3 +97,34 @@ def test_a_body_without_a_verdict_row_has_no_verdict() -> None:
     assert missing is None
     assert third is not None and not third.stored_all
     assert otlp_sql.read_verdicts([], 2) == [None, None]
+
+
+def test_the_sql_checks_the_limits_the_python_path_applies() -> None:
+    """The storage layer cannot import the intake's limits: it repeats them, and they must agree."""
+    assert otlp_sql.FUTURE_LIMIT_NS == otlp.FUTURE_LIMIT_NS
+    assert otlp_sql.MAX_EVENTS_PER_SPAN == otlp.MAX_EVENTS_PER_SPAN
+
+
+def test_two_sets_of_views_one_for_spans_with_events() -> None:
+    """The set of spans without events is the one an INSERT takes first; the other reads events'
+    attribute keys (its schema says so) and has its own landing table; both feed one verdicts
+    table and ``spans``."""
+    plain, with_events = otlp_sql.landing_table("a"), otlp_sql.landing_table("a", with_events=True)
+    assert plain != with_events
+    statements = otlp_sql.statements("a")
+    assert sum(f"CREATE TABLE IF NOT EXISTS {plain} " in s for s in statements) == 1
+    assert sum(f"CREATE TABLE IF NOT EXISTS {with_events} " in s for s in statements) == 1
+    assert sum("CREATE TABLE IF NOT EXISTS a.otlp_verdicts " in s for s in statements) == 1
+    assert "repeated EventKey attributes = 3" in otlp_sql.schema(with_events=True)
+    assert "EventKey" not in otlp_sql.schema()
+    assert otlp_sql.insert_settings(with_events=True)["format_schema"] == otlp_sql.EVENTS_PROTO
+    assert otlp_sql.insert_settings()["format_schema"] == otlp_sql.PROTO
+    assert otlp_sql.schema_file_name() != otlp_sql.schema_file_name(with_events=True)
+
+
+def test_which_bodies_have_span_events() -> None:
+    request = ExportTraceServiceRequest.FromString(BODY)
+    assert not otlp_sql.has_span_events(BODY)
+    request.resource_spans[0].scope_spans[0].spans[2].events.add(name="gen_ai.choice", time_unix_nano=1)
+    assert otlp_sql.has_span_events(request.SerializeToString())
+    assert not otlp_sql.has_span_events(b"\x0a\x05abc")  # does not parse: no retry, Python answers it
