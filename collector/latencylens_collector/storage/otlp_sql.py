@@ -34,8 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError, Message
 
 from latencylens import semconv
 from latencylens_collector.analysis.conventions import (
@@ -250,15 +250,53 @@ def otlp_frame_ok(body: bytes) -> bool:
     return position == end
 
 
+def _events_probe() -> type[Message]:
+    """``ExportTraceServiceRequest`` reduced to the path to the spans' events (official field
+    numbers; events without fields), in a pool of its own: parsing it skips everything else."""
+    file = descriptor_pb2.FileDescriptorProto(name="latencylens_events_probe.proto", package="ll_probe")
+    file.syntax = "proto3"
+    for name, field_name, number, target in (
+        ("Event", "", 0, ""),
+        ("Span", "events", 11, "Event"),
+        ("ScopeSpans", "spans", 2, "Span"),
+        ("ResourceSpans", "scope_spans", 2, "ScopeSpans"),
+        ("Request", "resource_spans", 1, "ResourceSpans"),
+    ):
+        message = file.message_type.add(name=name)
+        if field_name:
+            message.field.add(
+                name=field_name,
+                number=number,
+                label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED,
+                type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                type_name=f".ll_probe.{target}",
+            )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("ll_probe.Request"))
+
+
+_EventsProbe: Final = _events_probe()
+_EMPTY_EVENT: Final = b"\x5a\x00"
+"""An event once its fields are discarded: tag 11 (length-delimited), length 0."""
+
+
 def has_span_events(body: bytes) -> bool:
     """Whether a span of the body has an event: such a body goes to the views that store spans
-    with events (:func:`statements`). Parsed by protobuf's C implementation, ≈ 0.6 µs a span;
-    False for a body that does not parse (its INSERT fails, and the Python path answers it)."""
+    with events (:func:`statements`). False for a body that does not parse (its INSERT fails, and
+    the Python path answers it).
+
+    The body is parsed (in C) as a message that knows only the path to the events, every other
+    field dropped, and written again: what is left is tags and lengths, where every event is the
+    two bytes ``5a 00`` and nothing else can be (a zero byte is only ever the length of an empty
+    message, right after its tag; a length byte 0x5a is followed by its message's first tag). About
+    0.12 µs a span, against 1 µs for a full parse and a walk over the spans."""
     try:
-        request = ExportTraceServiceRequest.FromString(body)
+        probe = _EventsProbe.FromString(body)
     except DecodeError:
         return False
-    return any(span.events for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans)
+    probe.DiscardUnknownFields()
+    return _EMPTY_EVENT in probe.SerializeToString()
 
 
 def framed(bodies: Iterable[tuple[bytes, bytes]]) -> bytes:

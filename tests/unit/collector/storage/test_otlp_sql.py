@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import re
 
+from google.protobuf.message import DecodeError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otlp_builders import chat_trace, protobuf_body
 
 from latencylens_collector.intake import otlp
@@ -128,3 +133,66 @@ def test_which_bodies_have_span_events() -> None:
     request.resource_spans[0].scope_spans[0].spans[2].events.add(name="gen_ai.choice", time_unix_nano=1)
     assert otlp_sql.has_span_events(request.SerializeToString())
     assert not otlp_sql.has_span_events(b"\x0a\x05abc")  # does not parse: no retry, Python answers it
+
+
+def _reference_has_events(body: bytes) -> bool:
+    return any(
+        span.events
+        for rs in ExportTraceServiceRequest.FromString(body).resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+    )
+
+
+@st.composite
+def _requests(draw: st.DrawFn) -> bytes:
+    """Bodies of every shape the probe must read right: empty resources, scopes and spans, spans
+    of many sizes (lengths of 90, 0x5a, and of several varint bytes), events with and without
+    names and attributes, anywhere or nowhere."""
+    request = ExportTraceServiceRequest()
+    for _ in range(draw(st.integers(0, 3))):
+        resource_spans = request.resource_spans.add()
+        if draw(st.booleans()):
+            resource_spans.resource.attributes.add(key="service.name", value=AnyValue(string_value="svc"))
+        for _ in range(draw(st.integers(0, 3))):
+            scope_spans = resource_spans.scope_spans.add()
+            # The probe keeps only structure: 45 spans without events make a scope of 90 (0x5a) bytes.
+            for _ in range(draw(st.one_of(st.integers(0, 60), st.sampled_from([44, 45, 46])))):
+                span = scope_spans.spans.add()
+                span.name = "x" * draw(st.sampled_from([0, 1, 45, 88, 90, 126, 200, 16_400]))
+                span.trace_id = draw(st.binary(min_size=0, max_size=16))
+                if draw(st.integers(0, 9)) == 0:
+                    event = span.events.add(name=draw(st.sampled_from(["", "Z", "gen_ai.choice"])))
+                    event.time_unix_nano = draw(st.integers(0, 2**64 - 1))
+                    if draw(st.booleans()):
+                        event.attributes.add(key="k", value=AnyValue(string_value="Z" * 90))
+    return request.SerializeToString()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_requests())
+def test_the_events_probe_agrees_with_a_full_parse(body: bytes) -> None:
+    assert otlp_sql.has_span_events(body) == _reference_has_events(body)
+
+
+def test_the_events_probe_where_a_length_is_0x5a() -> None:
+    """Lengths whose bytes are 0x5a (90 = 45 bare spans; 90 × 128 + 1 as a varint's second byte)
+    next to events and not: only events count."""
+    for spans in (45, 90 * 64 + 1):
+        request = ExportTraceServiceRequest()
+        request.resource_spans.add().scope_spans.add().spans.extend([Span() for _ in range(spans)])
+        assert not otlp_sql.has_span_events(request.SerializeToString())
+        request.resource_spans[0].scope_spans[0].spans[-1].events.add(name="e")
+        assert otlp_sql.has_span_events(request.SerializeToString())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_the_events_probe_on_arbitrary_bytes(body: bytes) -> None:
+    """Bytes that are not an export: no error; when both parsers read them, the same answer."""
+    answer = otlp_sql.has_span_events(body)
+    try:
+        expected = _reference_has_events(body)
+    except DecodeError:
+        return
+    assert answer == expected
