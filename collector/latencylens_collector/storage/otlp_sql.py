@@ -8,16 +8,21 @@ table). Views cascade from it:
                                      ├──otlp_spans_mv────▶ spans           (plain spans only)
                                      └──otlp_verdicts_mv─▶ otlp_verdicts   (per body: spans, traces)
 
+Two such sets, one for bodies without span events and one whose SQL also stores events (which
+costs every INSERT more planning, so only bodies that need it take it: :func:`has_span_events`).
+
 The SQL computes the same row as :func:`latencylens_collector.intake.otlp.span_row` for each span
 it calls **plain**: valid ids and times, every string valid UTF-8, every value within the size
 limits, attribute values of the kinds mapped here (scalars; arrays of strings, integers and
 booleans whose strings need no JSON escaping; doubles written the same by both), no duplicate keys,
-no events, keys in printable ASCII, within the per-span budget. Content is dropped (or checked
-against its limit, when stored) and the span classified here, from the same tables the Python
-path reads (:mod:`latencylens_collector.analysis.conventions`), so both paths store one row. A
-span that is not plain is not stored by the engine: its body takes the Python path, which answers
-the sender precisely (rejections, repairs) and stores the body's rows (the plain ones again,
-identical, so they collapse in the ReplacingMergeTree).
+keys in printable ASCII, within the per-span budget, and (in the set with events) events
+without attributes, at most 128, names within the limit; their stream times are read by the
+Python path's rules (:func:`latencylens_collector.analysis.conventions.events.stream_attributes`).
+Content is dropped (or checked against its limit, when stored) and the span classified here,
+from the same tables the Python path reads (:mod:`latencylens_collector.analysis.conventions`),
+so both paths store one row. A span that is not plain is not stored by the engine: its body
+takes the Python path, which answers the sender precisely (rejections, repairs) and stores the
+body's rows (the plain ones again, identical, so they collapse in the ReplacingMergeTree).
 
 Each body carries what the SQL needs beside it, appended to the message as fields the OTLP schema
 does not use (:func:`envelope`; a receiver only admits bodies whose top level is OTLP's field 1,
