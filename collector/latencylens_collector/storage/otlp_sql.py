@@ -34,6 +34,7 @@ the embedded engine reads it from a file in the data directory (:func:`insert_se
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -658,6 +659,7 @@ def _view_set(db: str, on: str, with_events: bool) -> list[str]:
     ]
 
 
+@functools.cache
 def landing_table(database: str, with_events: bool = False) -> str:
     """The landing table the current mapping's views read: those of spans without events, or
     (``with_events``) those that also store spans with events."""
