@@ -40,6 +40,7 @@ from latencylens_collector.analysis.conventions.content import CONTENT_KEYS
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.settings import Settings
+from latencylens_collector.storage import otlp_sql
 from latencylens_collector.storage.otlp_sql import BodyLimits
 from latencylens_collector.storage.store import Store
 
@@ -393,7 +394,7 @@ PRODUCER = TESTS / "integration" / "collector" / "analysis" / "conventions_produ
 
 def test_foreign_instrumentations_spans_store_the_same_rows(paths: TwoPaths) -> None:
     """OpenLLMetry and OpenInference around a real ``openai`` call (streamed and not), as their
-    own test produces them, through both paths."""
+    own test produces them, through both paths: the engine stores all four itself."""
     if not PRODUCER.exists():
         pytest.skip("the foreign instrumentation producer moved")
     from latencylens_collector.demo.provider_sim import ProviderSimulator, Timing
@@ -413,7 +414,10 @@ def test_foreign_instrumentations_spans_store_the_same_rows(paths: TwoPaths) -> 
             bodies.append(base64.b64decode(done.stdout.strip().splitlines()[-1]))
     project, stored = paths.ingest(bodies, otlp.Limits(now_ns=None))
     assert paths.assert_equal(project) >= 4 * 3
-    assert any(stored)  # the plain calls carry no events: the engine stores them itself
+    # The streamed calls carry events (OpenInference's first token, OpenLLMetry's chunks), without
+    # attributes: the views with events store them, as the others store the plain calls.
+    assert [otlp_sql.has_span_events(body) for body in bodies] == [False, True, False, True]
+    assert stored == [True] * 4
 
 
 # --- generated bodies --------------------------------------------------------------------------------
