@@ -42,6 +42,12 @@ def register(sub: Any) -> None:
         default=None,
         help=f"log every HTTP request, each OTLP export too (env {env_var('access_log')}=true; default off)",
     )
+    serve.add_argument(
+        "--ingest-path",
+        choices=("python", "engine"),
+        help="who decodes OTLP/protobuf exports: python (the collector) or engine (ClickHouse, many "
+        f"exports per insert; OTLP/JSON stays with python) (env {env_var('ingest_path')}; default python)",
+    )
     serve.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     serve.set_defaults(handler=_serve)
 
@@ -110,6 +116,7 @@ def _serve(args: argparse.Namespace) -> int:
         grpc_port=args.grpc_port,
         grpc_enabled=False if args.no_grpc else None,
         access_log=args.access_log,
+        ingest_path=args.ingest_path,
     )
     startup.check_writable(startup.writable_directories(settings))
     startup.claim_storage(settings)

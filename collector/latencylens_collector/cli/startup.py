@@ -161,6 +161,11 @@ def banner(settings: Settings, port: int, grpc: str) -> list[str]:
         if settings.access_log
         else "off (--access-log or LATENCYLENS_ACCESS_LOG=true to log each request)"
     )
+    ingest = (
+        "engine (ClickHouse decodes OTLP/protobuf; OTLP/JSON in Python)"
+        if settings.ingest_path == "engine"
+        else "python (--ingest-path engine: ClickHouse decodes OTLP/protobuf)"
+    )
     lines = [
         f"LatencyLens collector {__version__}",
         f"  web UI      {base}/",
@@ -168,6 +173,7 @@ def banner(settings: Settings, port: int, grpc: str) -> list[str]:
         f"  OTLP/HTTP   {base}/v1/traces",
         f"  OTLP/gRPC   {_grpc_line(grpc)}",
         f"  storage     {storage}",
+        f"  ingest      {ingest}",
         f"  metadata    {metadata}",
         f"  spool       {spool}",
         f"  access log  {access}",

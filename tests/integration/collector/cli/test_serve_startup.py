@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from otlp_builders import chat_trace, protobuf_body, recent_base_ns
 
 from latencylens_collector import __version__
 
@@ -122,6 +123,7 @@ def test_banner_says_where_everything_is(running: Served) -> None:
         f"  OTLP/HTTP   {running.url}/v1/traces",
         f"  OTLP/gRPC   127.0.0.1:{grpc}",
         f"  storage     {data} (embedded ClickHouse), database latencylens",
+        "  ingest      python (--ingest-path engine: ClickHouse decodes OTLP/protobuf)",
         f"  metadata    {data / 'metadata.db'}",
         f"  spool       {data / 'spool' / 'latencylens'}",
         "  access log  off (--access-log or LATENCYLENS_ACCESS_LOG=true to log each request)",
@@ -220,6 +222,26 @@ def test_exports_are_not_logged_unless_asked(tmp_path: Path) -> None:
     assert '"POST /v1/traces HTTP/1.1" 200' in logs[("--access-log",)], logs[("--access-log",)]
 
 
+def test_ingest_path_engine_from_the_command_line(tmp_path: Path) -> None:
+    """``--ingest-path engine``: the banner says so, and an OTLP/protobuf export is stored by
+    ClickHouse's views (the collector's own counter says so on /metrics)."""
+    with serving(tmp_path, tmp_path / "data", "--ingest-path", "engine", "--no-grpc") as served:
+        assert "  ingest      engine (ClickHouse decodes OTLP/protobuf; OTLP/JSON in Python)" in served.banner
+        answer = httpx.post(
+            f"{served.url}/v1/traces",
+            content=protobuf_body(chat_trace(recent_base_ns())),
+            headers={"content-type": "application/x-protobuf"},
+            timeout=60,
+        )
+        assert answer.status_code == 200, answer.text
+        metrics = httpx.get(f"{served.url}/metrics", timeout=60).text
+        assert 'latencylens_engine_bodies_total{outcome="stored"} 1.0' in metrics
+        served.stop()
+    refused = run_serve(tmp_path, "--ingest-path", "rust")
+    assert refused.returncode == 2
+    assert "invalid choice: 'rust'" in refused.stderr
+
+
 DEMO = [sys.executable, "-m", "latencylens_collector.cli.main", "demo"]
 
 
@@ -257,9 +279,10 @@ def test_the_banner_names_a_server_without_its_password(tmp_path: Path) -> None:
         environ={},
     )
     lines = banner(settings, 4318, "disabled")
-    assert lines[4:9] == [
+    assert lines[4:10] == [
         "  OTLP/gRPC   off (--no-grpc)",
         "  storage     https://lens@ch.internal:8443/lens (ClickHouse server), database latencylens",
+        "  ingest      python (--ingest-path engine: ClickHouse decodes OTLP/protobuf)",
         "  metadata    postgresql+psycopg://lens@db.internal/lens",
         "  spool       off (LATENCYLENS_SPOOL_DIR=off)",
         "  access log  on",
