@@ -626,14 +626,15 @@ def statements(database: str, cluster: str | None = None) -> list[str]:
     Python path's inserts do (:func:`insert_settings` makes that write part of the INSERT)."""
     db = database
     on = f" ON CLUSTER {cluster}" if cluster else ""
+    plain = _view_set(db, on, with_events=False)
     return [
-        *_view_set(db, on, with_events=False)[:3],
+        *plain[:3],
         f"CREATE TABLE IF NOT EXISTS {db}.{VERDICTS}{on} (inserted DateTime DEFAULT now(), "
         "batch String, seq UInt32, "
         "spans UInt32, not_plain UInt32, project LowCardinality(String), trace_ids Array(FixedString(16))) "
         "ENGINE = MergeTree ORDER BY (batch, seq) TTL inserted + toIntervalDay(1)",
         f"ALTER TABLE {db}.{VERDICTS}{on} ADD COLUMN IF NOT EXISTS trace_spans Array(UInt32)",
-        *_view_set(db, on, with_events=False)[3:],
+        *plain[3:],
         *_view_set(db, on, with_events=True),
     ]
 
