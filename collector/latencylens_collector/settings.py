@@ -263,11 +263,12 @@ class Settings(BaseSettings):
         description="Attribute values (and span names) longer than this many UTF-8 bytes are truncated "
         "with a marker.",
     )
-    ingest_path: Literal["python", "engine"] = Field(
+    ingest_path: Literal["python", "engine", "auto"] = Field(
         "python",
-        description="Who decodes OTLP/protobuf exports: ``python`` (the collector, span by span) or "
+        description="Who decodes OTLP/protobuf exports: ``python`` (the collector, span by span), "
         "``engine`` (ClickHouse, many bodies per insert; a body it cannot store exactly, and every "
-        "OTLP/JSON export, takes the Python path). docs/collector.md#engine-ingest.",
+        "OTLP/JSON export, takes the Python path) or ``auto`` (the engine while enough exports wait "
+        "to fill an insert, else Python). docs/collector.md#engine-ingest.",
     )
     store_content: bool = Field(
         False,

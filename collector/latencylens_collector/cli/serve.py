@@ -44,9 +44,10 @@ def register(sub: Any) -> None:
     )
     serve.add_argument(
         "--ingest-path",
-        choices=("python", "engine"),
-        help="who decodes OTLP/protobuf exports: python (the collector) or engine (ClickHouse, many "
-        f"exports per insert; OTLP/JSON stays with python) (env {env_var('ingest_path')}; default python)",
+        choices=("python", "engine", "auto"),
+        help="who decodes OTLP/protobuf exports: python (the collector), engine (ClickHouse, many "
+        "exports per insert; OTLP/JSON stays with python) or auto (engine while enough exports wait "
+        f"to fill an insert) (env {env_var('ingest_path')}; default python)",
     )
     serve.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     serve.set_defaults(handler=_serve)

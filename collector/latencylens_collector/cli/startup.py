@@ -161,11 +161,10 @@ def banner(settings: Settings, port: int, grpc: str) -> list[str]:
         if settings.access_log
         else "off (--access-log or LATENCYLENS_ACCESS_LOG=true to log each request)"
     )
-    ingest = (
-        "engine (ClickHouse decodes OTLP/protobuf; OTLP/JSON in Python)"
-        if settings.ingest_path == "engine"
-        else "python (--ingest-path engine: ClickHouse decodes OTLP/protobuf)"
-    )
+    ingest = {
+        "engine": "engine (ClickHouse decodes OTLP/protobuf; OTLP/JSON in Python)",
+        "auto": "auto (ClickHouse decodes OTLP/protobuf under load, else Python)",
+    }.get(settings.ingest_path, "python (--ingest-path engine: ClickHouse decodes OTLP/protobuf)")
     lines = [
         f"LatencyLens collector {__version__}",
         f"  web UI      {base}/",

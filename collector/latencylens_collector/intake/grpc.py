@@ -139,7 +139,7 @@ class TraceReceiver(TraceServiceServicer):
         self, request: bytes, project: str, context: grpc.ServicerContext
     ) -> ExportTraceServiceResponse:
         """Decode, queue and wait for an export :meth:`Pipeline.check_room` let in."""
-        if self.settings.ingest_path == "engine":
+        if self.pipeline.engine_takes(len(request)):
             stored = self._by_engine(request, project, context)
             if stored is not None:
                 return otlp.export_response(stored)

@@ -23,7 +23,7 @@ from latencylens_collector.pipeline.queue import (
 )
 from latencylens_collector.pipeline.row_processes import RowProcess
 from latencylens_collector.pipeline.spool import Spool, SpoolCounts, SpoolError
-from latencylens_collector.pipeline.writer import Writer
+from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES, Writer
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.otlp_sql import BodyLimits
 
@@ -73,6 +73,7 @@ class Pipeline:
             flush_interval_s=settings.flush_interval_ms / 1000,
             max_batch_bytes=settings.max_batch_bytes,
             cpu=self.cpu,
+            engine_min_bytes=BODY_BATCH_MIN_BYTES if settings.ingest_path == "auto" else 0,
         )
 
     @property
@@ -128,6 +129,18 @@ class Pipeline:
         except (QueueFull, PipelineClosed):
             undo()
             raise
+
+    def engine_takes(self, body_bytes: int) -> bool:
+        """Whether an OTLP/protobuf export of ``body_bytes`` goes to the engine: always with
+        ``ingest_path = engine``; with ``auto``, only while the exports in flight, counted at this
+        one's size, would fill the writer's next INSERT to :data:`~.writer.BODY_BATCH_MIN_BYTES`.
+        That INSERT carries about half of them (the other half wait for their rows to be built,
+        :meth:`.Writer._batch_bytes`), and a smaller one costs more than decoding its bodies in
+        Python saves (the writer sends a smaller batch back all the same)."""
+        path = self.settings.ingest_path
+        if path != "auto":
+            return path == "engine"
+        return self.cpu.in_flight * body_bytes // 2 >= BODY_BATCH_MIN_BYTES
 
     def submit_body(self, body: bytes, project: str, limits: BodyLimits) -> Ticket:
         """Queue an OTLP/protobuf export body for the engine (``ingest_path = engine``); its

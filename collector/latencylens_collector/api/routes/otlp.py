@@ -111,7 +111,7 @@ async def export_traces(request: Request, settings: SettingsDep) -> Response:
         admitted = True
         body = await _read_body(request, settings.max_body_bytes)
         stored = None
-        if settings.ingest_path == "engine" and not as_json:
+        if not as_json and pipeline.engine_takes(len(body)):
             stored = await _by_engine(pipeline, body, project, limits)
         if stored is not None:
             batch = stored
