@@ -9,12 +9,33 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from otlp_builders import chat_trace, protobuf_body, recent_base_ns
 
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.intake.otlp import Limits
+from latencylens_collector.storage.otlp_sql import BodyLimits
 from latencylens_collector.storage.store import Store
 
 BASE = 1_700_000_000_000_000_000
 MS = 1_000_000
+
+
+def chat_body(traces: int) -> bytes:
+    """An OTLP/protobuf export body of ``traces`` recent chat traces (four spans each)."""
+    base = recent_base_ns()
+    return protobuf_body([span for i in range(traces) for span in chat_trace(base + i * MS)])
+
+
+def body_limits() -> BodyLimits:
+    """The default limits, as a receiver hands them to the engine with a body."""
+    defaults = Limits()
+    return BodyLimits(
+        now_ns=time.time_ns(),
+        max_attribute_bytes=defaults.max_attribute_bytes,
+        max_span_bytes=defaults.max_span_bytes,
+        store_content=defaults.store_content,
+        content_max_bytes=defaults.max_content_bytes,
+    )
 
 
 def export(project: str, number: int, spans: int = 10) -> list[SpanRow]:

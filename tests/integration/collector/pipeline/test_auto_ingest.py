@@ -7,43 +7,22 @@ A real collector pipeline (queue, writer, chdb), and a real collector over HTTP.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 from otlp_builders import chat_trace, protobuf_body, recent_base_ns
-from pipeline_helpers import metric, span_counts
+from pipeline_helpers import body_limits, chat_body, metric, span_counts
 
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
-from latencylens_collector.intake.otlp import Limits
 from latencylens_collector.pipeline import Outcome, Pipeline
-from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES
-from latencylens_collector.settings import Settings
-from latencylens_collector.storage.otlp_sql import BodyLimits
 from latencylens_collector.storage.store import Store
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 OUTCOMES = ("stored", "small_batch", "not_plain", "no_verdict", "refused", "failed")
-
-
-def body(traces: int) -> bytes:
-    base = recent_base_ns()
-    return protobuf_body([span for i in range(traces) for span in chat_trace(base + i * 1_000_000)])
-
-
-def limits() -> BodyLimits:
-    defaults = Limits()
-    return BodyLimits(
-        now_ns=time.time_ns(),
-        max_attribute_bytes=defaults.max_attribute_bytes,
-        max_span_bytes=defaults.max_span_bytes,
-        store_content=defaults.store_content,
-        content_max_bytes=defaults.max_content_bytes,
-    )
 
 
 def engine_bodies() -> dict[str, float]:
@@ -64,22 +43,8 @@ def verdict_rows(store: Store) -> int:
 
 
 @pytest.fixture
-def pipelines(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., tuple[Pipeline, Store]]]:
-    started: list[tuple[Pipeline, Store]] = []
-
-    def start(ingest_path: str = "auto") -> tuple[Pipeline, Store]:
-        settings = make_settings(ingest_path=ingest_path, flush_interval_ms=1000)
-        store = Store(settings)
-        store.migrate()
-        pipeline = Pipeline(settings, Ingestor(store))
-        pipeline.start()
-        started.append((pipeline, store))
-        return pipeline, store
-
-    yield start
-    for pipeline, store in started:
-        pipeline.stop()
-        store.close()
+def pipelines(start_pipeline) -> Callable[..., tuple[Pipeline, Store]]:
+    return lambda ingest_path="auto": start_pipeline(ingest_path=ingest_path, flush_interval_ms=1000)
 
 
 def test_the_engine_takes_an_export_only_while_those_in_flight_would_fill_an_insert(pipelines) -> None:
@@ -119,9 +84,9 @@ def test_a_batch_of_bodies_below_an_inserts_worth_goes_back_without_an_insert(pi
     never saw it (no verdict row), and the counter says small_batch."""
     pipeline, store = pipelines("auto")
     before = engine_bodies()
-    small = body(10)
+    small = chat_body(10)
     assert len(small) < BODY_BATCH_MIN_BYTES
-    ticket = pipeline.submit_body(small, DEFAULT_PROJECT, limits())
+    ticket = pipeline.submit_body(small, DEFAULT_PROJECT, body_limits())
     assert ticket.future.result(timeout=30) is Outcome.TAKE_PYTHON_PATH
     after = engine_bodies()
     assert after["small_batch"] - before["small_batch"] == 1
@@ -134,11 +99,11 @@ def test_a_batch_of_bodies_that_fills_an_insert_is_stored_by_the_engine(pipeline
     export is being decoded, so the writer takes them as one batch: above 2 MiB, one INSERT stores
     all 9,600 spans."""
     pipeline, store = pipelines("auto")
-    bodies = [body(800) for _ in range(3)]
+    bodies = [chat_body(800) for _ in range(3)]
     assert sum(map(len, bodies)) >= BODY_BATCH_MIN_BYTES > sum(map(len, bodies[:2]))
     before = engine_bodies()
     with pipeline.decoding():  # the writer waits for this "export" before it takes a batch
-        tickets = [pipeline.submit_body(data, DEFAULT_PROJECT, limits()) for data in bodies]
+        tickets = [pipeline.submit_body(data, DEFAULT_PROJECT, body_limits()) for data in bodies]
     assert [ticket.future.result(timeout=120) for ticket in tickets] == [Outcome.STORED] * 3
     after = engine_bodies()
     assert after["stored"] - before["stored"] == 3
@@ -171,7 +136,7 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
     ones. Whichever went to the engine and whichever were decoded in Python, every span is stored
     once and every request row equals the row a Python-path collector writes for them."""
     auto, python = start_collector(ingest_path="auto"), start_collector(ingest_path="python")
-    exports = [body(500) for _ in range(12)]
+    exports = [chat_body(500) for _ in range(12)]
     before = engine_bodies()
     for running in (auto, python):
         with ThreadPoolExecutor(max_workers=len(exports)) as pool:

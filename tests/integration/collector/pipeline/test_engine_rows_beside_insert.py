@@ -12,40 +12,21 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 import pytest
-from otlp_builders import chat_trace, protobuf_body, recent_base_ns
-from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project
+from pipeline_helpers import body_limits, chat_body, export, row_spans_by_project, stored_spans_by_project
 
-from latencylens_collector.intake.otlp import Limits
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES, BODY_ROWS_HERE
-from latencylens_collector.settings import Settings
 from latencylens_collector.storage.otlp_sql import BodyLimits
 from latencylens_collector.storage.store import Store
 
 SPANS_PER_TRACE = 4
 """chat_trace: the request, a retrieval, a model call and a tool call."""
-
-
-def body(traces: int) -> bytes:
-    base = recent_base_ns()
-    return protobuf_body([span for i in range(traces) for span in chat_trace(base + i * 1_000_000)])
-
-
-def limits() -> BodyLimits:
-    defaults = Limits()
-    return BodyLimits(
-        now_ns=time.time_ns(),
-        max_attribute_bytes=defaults.max_attribute_bytes,
-        max_span_bytes=defaults.max_span_bytes,
-        store_content=defaults.store_content,
-        content_max_bytes=defaults.max_content_bytes,
-    )
 
 
 def workers() -> list[multiprocessing.process.BaseProcess]:
@@ -60,22 +41,8 @@ class FailingRows(Ingestor):
 
 
 @pytest.fixture
-def engine(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., tuple[Pipeline, Store]]]:
-    started: list[tuple[Pipeline, Store]] = []
-
-    def start(ingestor: type[Ingestor] = Ingestor) -> tuple[Pipeline, Store]:
-        settings = make_settings(ingest_path="engine", flush_interval_ms=50)
-        store = Store(settings)
-        store.migrate()
-        pipeline = Pipeline(settings, ingestor(store))
-        pipeline.start()
-        started.append((pipeline, store))
-        return pipeline, store
-
-    yield start
-    for pipeline, store in started:
-        pipeline.stop()
-        store.close()
+def engine(start_pipeline) -> Callable[..., tuple[Pipeline, Store]]:
+    return lambda ingestor=Ingestor: start_pipeline(ingestor, ingest_path="engine", flush_interval_ms=50)
 
 
 def test_large_batches_are_answered_once_their_rows_built_in_the_worker_are_written(engine: Any) -> None:
@@ -85,7 +52,7 @@ def test_large_batches_are_answered_once_their_rows_built_in_the_worker_are_writ
     assert SPANS_PER_TRACE * 300 > BODY_ROWS_HERE
     rows_when_answered: list[int] = []
     for expected in (1_200, 2_400, 3_600):
-        ticket = pipeline.submit_body(body(300), "default", limits())
+        ticket = pipeline.submit_body(chat_body(300), "default", body_limits())
         assert ticket.future.result(timeout=60) is Outcome.STORED
         rows_when_answered.append(row_spans_by_project(store).get("default", 0))
         assert rows_when_answered[-1] == expected, rows_when_answered
@@ -97,7 +64,7 @@ def test_bodies_queued_together_all_get_their_rows(engine: Any) -> None:
     """Eight bodies submitted at once: inserted in one or more batches, each batch's rows built while
     the next is inserted; every export is answered STORED and every trace has its row."""
     pipeline, store = engine()
-    tickets = [pipeline.submit_body(body(100), "default", limits()) for _ in range(8)]
+    tickets = [pipeline.submit_body(chat_body(100), "default", body_limits()) for _ in range(8)]
     assert [ticket.future.result(timeout=60) for ticket in tickets] == [Outcome.STORED] * 8
     assert row_spans_by_project(store) == {"default": 8 * 100 * SPANS_PER_TRACE}
 
@@ -105,7 +72,7 @@ def test_bodies_queued_together_all_get_their_rows(engine: Any) -> None:
 def test_small_batches_build_their_rows_in_the_writer_and_start_no_worker(engine: Any) -> None:
     pipeline, store = engine()
     for _ in range(3):
-        ticket = pipeline.submit_body(body(2), "default", limits())
+        ticket = pipeline.submit_body(chat_body(2), "default", body_limits())
         assert ticket.future.result(timeout=60) is Outcome.STORED
     assert row_spans_by_project(store) == {"default": 3 * 2 * SPANS_PER_TRACE}
     assert not workers()
@@ -113,7 +80,7 @@ def test_small_batches_build_their_rows_in_the_writer_and_start_no_worker(engine
 
 def test_rows_pending_when_the_pipeline_stops_are_written_first(engine: Any) -> None:
     pipeline, store = engine()
-    ticket = pipeline.submit_body(body(300), "default", limits())
+    ticket = pipeline.submit_body(chat_body(300), "default", body_limits())
     pipeline.stop()  # the queue closes: what it holds is written, rows and all
     assert ticket.future.result(timeout=0) is Outcome.STORED
     assert row_spans_by_project(store) == {"default": 1_200}
@@ -127,7 +94,7 @@ def test_rows_that_cannot_be_written_lose_no_span_and_no_answer(
     pipeline, store = engine(FailingRows)
     with caplog.at_level(logging.ERROR):
         answers: list[Future[Outcome]] = [
-            pipeline.submit_body(body(300), "default", limits()).future for _ in range(2)
+            pipeline.submit_body(chat_body(300), "default", body_limits()).future for _ in range(2)
         ]
         assert [answer.result(timeout=60) for answer in answers] == [Outcome.STORED] * 2
     assert stored_spans_by_project(store) == {"default": 2_400}
@@ -158,12 +125,12 @@ def test_while_a_batch_has_its_rows_built_the_next_takes_half_of_what_waits(engi
     pipeline, _ = engine(HeldFirstInsert)
     ingestor = pipeline.writer.ingestor
     assert isinstance(ingestor, HeldFirstInsert)
-    bodies = [body(900)] * 9  # sent again: stored once (the spans collapse), answered each time
+    bodies = [chat_body(900)] * 9  # sent again: stored once (the spans collapse), answered each time
     assert 4 * len(bodies[0]) > BODY_BATCH_MIN_BYTES
-    first = pipeline.submit_body(bodies[0], "default", limits())
+    first = pipeline.submit_body(bodies[0], "default", body_limits())
     while pipeline.queue.bytes:  # until the writer took it
         time.sleep(0.01)
-    rest = [pipeline.submit_body(b, "default", limits()) for b in bodies[1:]]
+    rest = [pipeline.submit_body(b, "default", body_limits()) for b in bodies[1:]]
     ingestor.release.set()
     answers = [ticket.future.result(timeout=120) for ticket in [first, *rest]]
     assert answers == [Outcome.STORED] * 9
@@ -175,7 +142,7 @@ def test_a_batch_waiting_for_its_rows_is_answered_while_span_exports_keep_coming
     every few ms, so the writer never finds the queue empty: the bodies' exports must still be
     answered at the next flush, not when that traffic stops."""
     pipeline, _ = engine()
-    body_answer = pipeline.submit_body(body(300), "default", limits()).future
+    body_answer = pipeline.submit_body(chat_body(300), "default", body_limits()).future
     stop = threading.Event()
 
     def json_traffic() -> None:
