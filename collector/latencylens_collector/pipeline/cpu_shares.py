@@ -48,8 +48,6 @@ class CpuShares:
         """project → (exports answered per second at the time, that time), decayed as the rate."""
         self._in_flight: dict[str, int] = {}
         """project → exports admitted and not yet answered."""
-        self.in_flight = 0
-        """Exports admitted and not yet answered, of every project."""
         self._lock = threading.Lock()
 
     def charge(self, project: str, cpu_s: float) -> None:
@@ -93,7 +91,12 @@ class CpuShares:
         self.check(project)
         with self._lock:
             self._in_flight[project] = self._in_flight.get(project, 0) + 1
-            self.in_flight += 1
+
+    @property
+    def in_flight(self) -> int:
+        """Exports admitted and not yet answered, of every project (a few projects: summed)."""
+        with self._lock:  # receivers' threads change the counts meanwhile
+            return sum(self._in_flight.values())
 
     def done(self, project: str) -> None:
         """An export :meth:`admit` let in was answered (or failed)."""
@@ -101,8 +104,6 @@ class CpuShares:
         with self._lock:
             self._exports[project] = (_decayed(self._exports, project, now) + 1 / WINDOW_S, now)
             left = self._in_flight.get(project, 0) - 1
-            if left >= 0:
-                self.in_flight -= 1
             if left > 0:
                 self._in_flight[project] = left
             else:
