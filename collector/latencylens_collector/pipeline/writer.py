@@ -329,17 +329,18 @@ class Writer:
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
             return
         stored: list[Ticket] = []
-        left = {"not_plain": 0, "no_verdict": 0}
+        left: dict[str, list[Ticket]] = {"not_plain": [], "no_verdict": []}
         for ticket, verdict in zip(tickets, inserted.verdicts, strict=True):
             if verdict is not None and verdict.stored_all:
                 ticket.stored_spans, ticket.trace_spans = verdict.spans, verdict.trace_spans
                 stored.append(ticket)
             else:
-                left["no_verdict" if verdict is None else "not_plain"] += 1
-                ticket.future.set_result(Outcome.TAKE_PYTHON_PATH)
+                left["no_verdict" if verdict is None else "not_plain"].append(ticket)
         metrics.ENGINE_BODIES.labels(outcome="stored").inc(len(stored))
-        for outcome, count in left.items():
-            metrics.ENGINE_BODIES.labels(outcome=outcome).inc(count)
+        for outcome, sent_back in left.items():
+            # Counted before their receivers hear: whoever reads the metric after an answer sees it.
+            metrics.ENGINE_BODIES.labels(outcome=outcome).inc(len(sent_back))
+            _resolve(sent_back, Outcome.TAKE_PYTHON_PATH)
         spans = sum(ticket.stored_spans for ticket in stored)
         metrics.INSERT_DURATION.observe(time.perf_counter() - started)
         metrics.BATCH_SPANS.observe(spans)
