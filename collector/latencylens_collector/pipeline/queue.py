@@ -190,6 +190,8 @@ class BoundedQueue:
         """When each project last put an export (forgotten after :data:`ACTIVE_S`)."""
         self._spans = 0
         self._bytes = 0
+        self._body_bytes = 0
+        """Of :attr:`_bytes`, what the queued export bodies weigh (the engine path's)."""
         self._decoding = 0
         self._closed = False
         self._cond = threading.Condition()
@@ -263,6 +265,8 @@ class BoundedQueue:
             self._held[project] = (held_spans + len(spans), held_bytes + nbytes)
             self._spans += len(spans)
             self._bytes += nbytes
+            if body is not None:
+                self._body_bytes += nbytes
             metrics.QUEUE_DEPTH.set(self._spans)
             metrics.QUEUE_BYTES.set(self._bytes)
             self._cond.notify_all()
@@ -305,10 +309,11 @@ class BoundedQueue:
     ) -> list[Ticket]:
         """The next batch: waits up to ``idle_timeout_s`` for a first ticket, then only while an
         export is being decoded (more spans are about to arrive) or, with ``fill = (bytes,
-        seconds)``, while fewer than ``bytes`` are queued and the oldest ticket has waited less
-        than ``seconds``; and at most until ``max_spans`` spans or ``max_bytes`` bytes are queued
-        or the oldest ticket has waited ``linger_s`` (closing flushes at once). The batch is the
-        next project's turn (:meth:`_turn`). Returns [] on idle timeout or when closed and empty."""
+        seconds)``, while export bodies are queued but fewer than ``bytes`` of them and the oldest
+        ticket has waited less than ``seconds``; and at most until ``max_spans`` spans or
+        ``max_bytes`` bytes are queued or the oldest ticket has waited ``linger_s`` (closing
+        flushes at once). The batch is the next project's turn (:meth:`_turn`). Returns [] on idle
+        timeout or when closed and empty."""
         limit_bytes = self.capacity_bytes if max_bytes is None else max_bytes
         with self._cond:
             idle_until = self._monotonic() + idle_timeout_s
@@ -326,7 +331,7 @@ class BoundedQueue:
                 now = self._monotonic()
                 if self._decoding:
                     remaining = flush_at - now
-                elif self._bytes < fill_bytes:
+                elif 0 < self._body_bytes < fill_bytes:
                     remaining = fill_at - now
                 else:
                     break
@@ -337,6 +342,7 @@ class BoundedQueue:
             spans, nbytes = sum(len(ticket.spans) for ticket in batch), sum(ticket.nbytes for ticket in batch)
             self._spans -= spans
             self._bytes -= nbytes
+            self._body_bytes -= sum(ticket.nbytes for ticket in batch if ticket.body is not None)
             metrics.QUEUE_DEPTH.set(self._spans)
             metrics.QUEUE_BYTES.set(self._bytes)
             return batch

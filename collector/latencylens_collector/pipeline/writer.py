@@ -59,10 +59,13 @@ BODY_BATCH_MIN_BYTES: Final = 2 * 1024 * 1024
 """The engine path's batches are not cut below this (≈ 3,400 spans of the benchmark's exports, ≈ 620
 bytes a span): an INSERT costs ≈ 70 ms of planning before its first span, then ≈ 12 µs a span."""
 BODY_FILL_S: Final = 0.025
-"""On the engine path, how long the oldest queued export waits for others while fewer than
-:data:`BODY_BATCH_MIN_BYTES` are queued: answered senders send again within milliseconds, and
+"""How long the oldest queued export waits for others while export bodies are queued, but fewer
+than :data:`BODY_BATCH_MIN_BYTES` of them: answered senders send again within milliseconds, and
 an INSERT of twice the bodies costs little more (8 senders, 2026-12-02: 8,000 spans/s without
-the wait, 8,790 with 10 ms, 9,330 with 25 ms, 8,290 with 50 ms and 7,330 with 100 ms)."""
+the wait, 8,790 with 10 ms, 9,330 with 25 ms, 8,290 with 50 ms and 7,330 with 100 ms). The
+wait holds whatever batch comes next, decoded spans too (``ingest_path = auto`` queues both):
+else a batch of spans taken first leaves the bodies behind it too few for an INSERT."""
+_BODY_FILL: Final = (BODY_BATCH_MIN_BYTES, BODY_FILL_S)
 BODY_ROWS_HERE: Final = 1_000
 """On the engine path, rows built from at most this many spans are built in the writer: the
 worker's trip (pickling ≈ 4 µs a span, a few ms a call) pays when the build (≈ 28 µs a span)
@@ -124,8 +127,6 @@ class Writer:
         """Rows built from more spans than a turn's (:mod:`.row_builder`) are built aside."""
         self._rows = RowBuilder(ingestor, self._charge_rows, self.large_rows)
         """Builds the rows of large inserts while the writer goes on (:mod:`.row_builder`)."""
-        self._bodies_last = False
-        """The last batch held export bodies (the engine path): the next waits to fill a little."""
         self._body_rows: _BodyRows | None = None
         """The engine path's last batch: its exports, answered once its rows (being built in the
         worker while the writer inserts the next batch) are written."""
@@ -168,9 +169,8 @@ class Writer:
                 wait = 0.0
             else:
                 wait = self._idle_wait() if pending is None else min(_BODY_ROWS_POLL_S, self.flush_interval_s)
-            fill = (BODY_BATCH_MIN_BYTES, BODY_FILL_S) if self._bodies_last else None
             tickets = self.queue.take(
-                self.max_batch_spans, self.flush_interval_s, wait, self._batch_bytes(), fill
+                self.max_batch_spans, self.flush_interval_s, wait, self._batch_bytes(), _BODY_FILL
             )
             if tickets:
                 started = time.thread_time()
@@ -236,7 +236,6 @@ class Writer:
 
     def _flush(self, tickets: list[Ticket]) -> None:
         bodies = [ticket for ticket in tickets if ticket.body is not None]
-        self._bodies_last = bool(bodies)
         if bodies:
             self._flush_bodies(bodies)
             tickets = [ticket for ticket in tickets if ticket.body is None]

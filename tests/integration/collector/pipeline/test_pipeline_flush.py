@@ -267,3 +267,28 @@ def test_pipeline_take_with_fill_flushes_when_the_oldest_has_waited_the_fill_tim
     # Enough queued already: no wait at all.
     full = [_body_ticket(queue, 1500), _body_ticket(queue, 1500)]
     assert _Taker(queue, 100, HOUR, fill=(3000, HOUR)).result() == full
+
+
+def test_pipeline_take_with_fill_takes_decoded_spans_at_once_when_no_body_is_queued() -> None:
+    """``ingest_path = auto`` queues decoded spans and bodies alike, and the writer asks every take to
+    fill: with no body queued there is nothing to fill for, so spans go at once (an hour's fill,
+    an hour's linger: a wait would hang the taker)."""
+    queue = BoundedQueue(capacity_spans=100)
+    ticket = queue.put(_spans(3), 1000)
+    assert _Taker(queue, 100, HOUR, fill=(3000, HOUR)).result() == [ticket]
+
+
+def test_pipeline_take_with_fill_counts_only_the_bodies_and_holds_spans_queued_beside_them() -> None:
+    """A body of 1 KB beside 5 KB of decoded spans is still 2 KB short of the 3 KB asked for: the
+    take waits (the frozen clock never reaches the fill time) and takes spans and bodies together
+    once the bodies weigh enough; the bodies of that batch no longer count for the next take."""
+    clock = _Clock()
+    queue = BoundedQueue(capacity_spans=100, monotonic=clock)
+    spans = queue.put(_spans(3), 5000)
+    first = _body_ticket(queue, 1000)
+    taker = _Taker(queue, 100, HOUR, clock, fill=(3000, HOUR))
+    clock.wait_for_reads(2)  # waiting, with 6 KB queued of which 1 KB are bodies
+    second = _body_ticket(queue, 2000)
+    assert taker.result() == [spans, first, second]
+    later = queue.put(_spans(2, trace=2), 100)
+    assert _Taker(queue, 100, HOUR, fill=(3000, HOUR)).result() == [later]
