@@ -143,7 +143,7 @@ class Pipeline:
         return self.cpu.in_flight * body_bytes // 2 >= BODY_BATCH_MIN_BYTES
 
     def submit_body(self, body: bytes, project: str, limits: BodyLimits) -> Ticket:
-        """Queue an OTLP/protobuf export body for the engine (``ingest_path = engine``); its
+        """Queue an OTLP/protobuf export body for the engine (when :meth:`engine_takes` it); its
         future resolves STORED, SPOOLED never, or TAKE_PYTHON_PATH: the receiver then decodes the
         body itself and :meth:`submit` s its spans. Raises QueueFull or PipelineClosed at once."""
         if not self.writer.running:
