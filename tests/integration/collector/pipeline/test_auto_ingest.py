@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import grpc
 import httpx
 import pytest
-from otlp_builders import chat_trace, protobuf_body, recent_base_ns
-from pipeline_helpers import body_limits, chat_body, metric, span_counts
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from otlp_builders import MS, chat_trace, protobuf_body, recent_base_ns
+from pipeline_helpers import body_limits, chat_body, grpc_target, metric, span_counts, wait_until
 
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
@@ -157,3 +159,43 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
     }
     assert len(rows["python"]) == 12 * 500
     assert rows["auto"] == rows["python"]
+
+
+def test_the_grpc_receiver_hands_exports_to_the_engine_once_enough_are_in_flight(start_collector) -> None:
+    """The gRPC receiver asks auto the same question. Sixteen exports of 500 traces (≈ 482 kB
+    each), one sender each, while the test holds the writer (an export "being decoded"): none is
+    answered, so the k-th one admitted sees at least k in flight, and from the ninth on
+    9 × 482 kB / 2 ≥ 2 MiB: at least 8 go to the engine. Once all 16 wait, the writer is let go:
+    every answer is an empty ExportTraceServiceResponse, every span is stored once, and every
+    trace has its request row (chat_trace: a 1000 ms request)."""
+    running = start_collector(ingest_path="auto", flush_interval_ms=600_000)
+    pipeline: Pipeline = running.service.app.state.pipeline
+    exports = [chat_body(500) for _ in range(16)]
+    assert 9 * len(exports[0]) // 2 >= BODY_BATCH_MIN_BYTES > 8 * len(exports[0]) // 2
+    target = grpc_target(running.url)
+
+    def send(data: bytes) -> ExportTraceServiceResponse:
+        with grpc.insecure_channel(target) as channel:
+            export = channel.unary_unary(
+                "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                request_serializer=lambda body: body,
+                response_deserializer=ExportTraceServiceResponse.FromString,
+            )
+            return export(data, timeout=120)
+
+    before = engine_bodies()
+    with ThreadPoolExecutor(max_workers=len(exports)) as pool:
+        with pipeline.decoding():
+            answers = [pool.submit(send, data) for data in exports]
+            wait_until(lambda: pipeline.cpu.in_flight == 16, 60, "all 16 exports to be admitted")
+        assert [answer.result(timeout=120) for answer in answers] == [ExportTraceServiceResponse()] * 16
+    handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in OUTCOMES}
+    assert 8 <= handed["stored"] + handed["small_batch"] == sum(handed.values()) <= 16
+    counts = span_counts(running.store)
+    assert counts["final"] == counts["distinct_keys"] == 16 * 500 * 4
+    [row] = running.store.query(
+        "SELECT count() AS n, countIf(e2e_ns = {e2e:Int64}) AS whole "
+        f"FROM {running.store.table('requests')} FINAL WHERE NOT is_deleted",
+        {"e2e": 1000 * MS},
+    )
+    assert (int(row["n"]), int(row["whole"])) == (16 * 500, 16 * 500)
