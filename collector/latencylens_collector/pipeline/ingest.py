@@ -25,11 +25,10 @@ import threading
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.request_rows import attributable, settled_root_start
-from latencylens_collector.analysis.row_work import RowBuild, TraceToBuild, build_rows
+from latencylens_collector.analysis.row_work import BuiltRows, ReadBack, RowBuild, TraceToBuild, build_rows
 from latencylens_collector.pipeline.refusals import classify
 from latencylens_collector.storage import otlp_sql, trace_state
 from latencylens_collector.storage.store import StorageError, Store
@@ -63,7 +62,7 @@ class BodiesStored:
     the stored traces it touched, whose rows are left to build."""
 
     verdicts: list[otlp_sql.Verdict | None]
-    traces: list[TraceToBuild]
+    traces: ReadBack
 
 
 class Ingestor:
@@ -148,7 +147,7 @@ class Ingestor:
         verdict per body; a body with a span the engine did not store must take the Python path.
         The two halves are :meth:`insert_bodies` and :meth:`write_built`."""
         stored = self.insert_bodies(bodies, batch_id)
-        self.write_built(build_rows(stored.traces).rows)
+        self.write_built(build_rows(stored.traces))
         return stored.verdicts
 
     def insert_bodies(
@@ -165,7 +164,7 @@ class Ingestor:
         (:func:`~.refusals.classify`: unreachable, read-only, ...) is raised (StorageError) at
         once."""
         if not bodies:
-            return BodiesStored([], [])
+            return BodiesStored([], ReadBack((), 0))
         with self._lock:
             self.store.ensure_ready()
             with_events = [otlp_sql.has_span_events(body) for _, body, _ in bodies]
@@ -178,10 +177,11 @@ class Ingestor:
                         verdicts[index] = verdict
             return BodiesStored(verdicts, self._stored_traces(verdicts))
 
-    def write_built(self, rows: Sequence[dict[str, Any]]) -> None:
+    def write_built(self, built: BuiltRows) -> None:
         """The second half of :meth:`ingest_bodies`: write the rows built from
         :attr:`BodiesStored.traces` (rows of one trace written in any order keep the most complete)."""
-        self.store.upsert_requests(rows)
+        self.spans_read_back += built.spans  # the engine path's spans are all read back
+        self.store.upsert_requests(built.rows)
 
     def _inserted(
         self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str, with_events: bool
@@ -207,15 +207,16 @@ class Ingestor:
             *self._inserted(bodies[half:], f"{batch_id}-b", with_events),
         ]
 
-    def _stored_traces(self, verdicts: Sequence[otlp_sql.Verdict | None]) -> list[TraceToBuild]:
-        """The traces the bodies' stored spans belong to, read back (those not past their cap)."""
+    def _stored_traces(self, verdicts: Sequence[otlp_sql.Verdict | None]) -> ReadBack:
+        """The traces the bodies' stored spans belong to, read back (those not past their cap) but
+        not parsed: that is for where their rows are built (:class:`ReadBack`)."""
         touched: dict[str, set[bytes]] = defaultdict(set)
         stored_spans: dict[str, int] = defaultdict(int)
         for verdict in verdicts:
             if verdict is not None:
                 touched[verdict.project] |= verdict.trace_ids
                 stored_spans[verdict.project] += verdict.spans
-        traces: list[TraceToBuild] = []
+        parts: list[tuple[str, bytes]] = []
         for project, trace_ids in touched.items():
             # The batch's spans are not in memory: its spans of the project, counted as if all
             # were the trace's, bound from below what the trace held before it.
@@ -225,8 +226,9 @@ class Ingestor:
                 for trace_id in sorted(trace_ids)
                 if not self._was_past_cap(stamps.get(trace_id), stored_spans[project])
             ]
-            traces.extend(self._read_back(project, small, {}))
-        return traces
+            if small:
+                parts.append((project, trace_state.stored_traces_unparsed(self.store, small, project)))
+        return ReadBack(tuple(parts), sum(stored_spans.values()))
 
     def _traces_to_build(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[TraceToBuild]:
         """What the rows of each trace in ``batch`` are built from: the batch alone when it holds

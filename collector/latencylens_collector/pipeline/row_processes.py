@@ -31,7 +31,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from latencylens_collector.analysis.costs import Prices, configured_prices
-from latencylens_collector.analysis.row_work import BuiltRows, TraceToBuild, build_rows
+from latencylens_collector.analysis.row_work import BuiltRows, ReadBack, TraceToBuild, build_rows, span_count
 from latencylens_collector.runtime import metrics
 
 _log = logging.getLogger(__name__)
@@ -61,13 +61,13 @@ class RowProcess:
             return build_rows(traces, configured_prices())  # small: not worth the trip (nor a worker)
         return self.start(traces).result()
 
-    def start(self, traces: Sequence[TraceToBuild], min_spans: int = 0) -> PendingRows:
+    def start(self, traces: Sequence[TraceToBuild] | ReadBack, min_spans: int = 0) -> PendingRows:
         """Start building in the worker, for a caller with other work to do meanwhile (the engine
         path's writer inserts the next batch); the rows come from :meth:`PendingRows.result`,
         which builds them in the caller if the worker cannot, or if they come from at most
         ``min_spans`` spans (then the build waits for :meth:`PendingRows.result`)."""
         prices = configured_prices()
-        if self._caller_only or sum(len(trace.spans) for trace in traces) <= min_spans:
+        if self._caller_only or span_count(traces) <= min_spans:
             return PendingRows(self, traces, prices, None)
         try:
             return PendingRows(self, traces, prices, self._worker().submit(build_rows, traces, prices))
@@ -81,7 +81,9 @@ class RowProcess:
         metrics.ROW_WORKER_CPU.inc(built.cpu_s)
         return built
 
-    def _built_here(self, traces: Sequence[TraceToBuild], prices: Prices, exc: BaseException) -> BuiltRows:
+    def _built_here(
+        self, traces: Sequence[TraceToBuild] | ReadBack, prices: Prices, exc: BaseException
+    ) -> BuiltRows:
         """The worker could not build (not the build's fault): build in the caller, and let the
         next large build try a new worker, unless this platform cannot run one at all."""
         self._discard()
@@ -139,7 +141,7 @@ class PendingRows:
     def __init__(
         self,
         process: RowProcess,
-        traces: Sequence[TraceToBuild],
+        traces: Sequence[TraceToBuild] | ReadBack,
         prices: Prices,
         future: Future[BuiltRows] | None,
         failed: BaseException | None = None,

@@ -359,7 +359,7 @@ class Writer:
             return
         try:
             built = pending.rows.result()
-            self.ingestor.write_built(built.rows)
+            self.ingestor.write_built(built)
             self._charge(pending.tickets, built.cpu_s)
         except Exception as exc:
             _log.error("writing the request rows of %d export bodies failed: %s", len(pending.tickets), exc)

@@ -296,6 +296,19 @@ class Store:
         with self._guard("querying") as client:
             return list(client.query(sql, parameters=dict(parameters or {})).result_columns)
 
+    def query_json_columns(self, sql: str, parameters: Mapping[str, Any] | None = None) -> bytes:
+        """The result as ClickHouse writes it (``JSONCompactColumns``: a list per column), unparsed:
+        for a caller that hands it to another process to parse. 64-bit integers come as numbers,
+        and invalid UTF-8 (none is stored: ingest repairs it) would come as U+FFFD, never break
+        the JSON."""
+        settings = {"output_format_json_quote_64bit_integers": 0, "output_format_json_validate_utf8": 1}
+        with self._guard("querying") as client:
+            return bytes(
+                client.raw_query(
+                    sql, parameters=dict(parameters or {}), fmt="JSONCompactColumns", settings=settings
+                )
+            )
+
     def insert(
         self,
         table: str,

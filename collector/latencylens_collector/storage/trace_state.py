@@ -65,6 +65,18 @@ describes exactly the spans it was computed from. The columns come in :class:`Sp
 up to ``attributes`` (an empty string where the status message would be), read by column: no
 dict per row."""
 
+_STORED_SPANS_READ_BACK: Final = """
+SELECT hex(trace_id) AS trace_hex, hex(span_id) AS span_hex, hex(parent_span_id) AS parent_hex,
+       service, name, span_kind, kind, toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns,
+       status_code, attributes, toUnixTimestamp64Micro(inserted_at) AS inserted_us
+FROM {spans} FINAL
+WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+ORDER BY start_ns, span_id
+"""
+""":data:`_STORED_SPANS` as :class:`~latencylens_collector.analysis.row_work.ReadBack` reads it
+(its :data:`~latencylens_collector.analysis.row_work.READ_BACK_COLUMNS`: ids in hex, JSON has no
+bytes)."""
+
 _TOUCHED_IN: Final = """
 SELECT project, trace_id FROM {touched}
 WHERE minute = toDateTime({{minute:UInt32}}, 'UTC')
@@ -173,6 +185,13 @@ def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dic
         if inserted_us > latest.get(span.trace_id, 0):
             latest[span.trace_id] = inserted_us
     return {trace_id: StoredTrace(trace_spans, latest[trace_id]) for trace_id, trace_spans in spans.items()}
+
+
+def stored_traces_unparsed(store: Store, trace_ids: Iterable[bytes], project: str) -> bytes:
+    """What :func:`stored_traces` reads, as ClickHouse writes it out, for
+    :class:`~latencylens_collector.analysis.row_work.ReadBack` to parse elsewhere."""
+    sql = _STORED_SPANS_READ_BACK.format(spans=store.table("spans"))
+    return store.query_json_columns(sql, {"project": project, "trace_ids": sorted(set(trace_ids))})
 
 
 def touched_minutes(store: Store, window: Window) -> list[int]:

@@ -1,0 +1,100 @@
+"""The engine path reads traces back as ClickHouse writes them out (JSON columns) and parses them
+where their rows are built (:class:`ReadBack`): the spans it gets must be the ones the parsed read
+(:func:`trace_state.stored_traces`) gives, value for value, whatever the spans hold."""
+
+from __future__ import annotations
+
+from latencylens_collector.analysis.records import NO_PARENT, SpanRow
+from latencylens_collector.analysis.row_work import ReadBack, TraceToBuild
+from latencylens_collector.storage import trace_state
+from latencylens_collector.storage.store import Store
+
+BASE_NS = 1_796_000_000_123_456_789
+
+
+def _span(trace: int, span: int, project: str, **fields: object) -> SpanRow:
+    values: dict[str, object] = {
+        "trace_id": bytes([trace]) * 16,
+        "span_id": span.to_bytes(8, "big"),
+        "parent_span_id": NO_PARENT,
+        "service": "chat-api",
+        "name": f"span {span}",
+        "span_kind": "internal",
+        "kind": "other",
+        "start_ns": BASE_NS + span,
+        "duration_ns": 5,
+        "project": project,
+        **fields,
+    }
+    return SpanRow(**values)  # type: ignore[arg-type]
+
+
+AWKWARD = {
+    'quote"and\\backslash': 'a "quoted" \\ value\nwith a newline\tand a tab',
+    "unicode": "naïve café — 東京 🚀",
+    "control": "\x00\x01\x1f end",
+    "empty": "",
+    "gen_ai.usage.input_tokens": "9223372036854775807",
+}
+
+
+def _stored(store: Store) -> dict[str, list[SpanRow]]:
+    spans = {
+        "default": [
+            _span(0xA1, 1, "default", span_kind="server", kind="request", attributes=AWKWARD),
+            _span(
+                0xA1,
+                2,
+                "default",
+                parent_span_id=(1).to_bytes(8, "big"),
+                kind="model",
+                status_code=2,
+                duration_ns=2**63 - 1,
+                start_ns=BASE_NS,  # before its parent: start order, not insert order
+            ),
+            _span(0xA2, 3, "default", service="", name="", attributes={}),
+        ],
+        "other": [_span(0xA1, 1, "other", name="same ids, another project")],
+    }
+    for rows in spans.values():
+        store.insert_spans(rows)
+    return spans
+
+
+def test_read_back_unparsed_gives_the_parsed_reads_spans_and_stamps(store: Store) -> None:
+    _stored(store)
+    missing = bytes([0xEE]) * 16
+    for project, ids in (
+        ("default", [bytes([0xA2]) * 16, bytes([0xA1]) * 16, missing]),
+        ("other", [bytes([0xA1]) * 16]),
+    ):
+        parsed = trace_state.stored_traces(store, ids, project)
+        expected = [
+            TraceToBuild(parsed[trace_id].spans, parsed[trace_id].last_insert_us)
+            for trace_id in sorted(ids)
+            if trace_id in parsed
+        ]
+        unparsed = ReadBack(((project, trace_state.stored_traces_unparsed(store, ids, project)),), 0)
+        assert unparsed.traces() == expected
+    [first, _] = ReadBack(
+        (
+            (
+                "default",
+                trace_state.stored_traces_unparsed(
+                    store, [bytes([0xA1]) * 16, bytes([0xA2]) * 16], "default"
+                ),
+            ),
+        ),
+        0,
+    ).traces()
+    model, root = first.spans  # start order
+    assert (model.kind, model.status_code, model.duration_ns) == ("model", 2, 2**63 - 1)
+    assert root.attributes == AWKWARD and root.project == "default" and root.status_message == ""
+    assert first.last_insert_us > 0
+
+
+def test_nothing_read_back_is_no_trace(store: Store) -> None:
+    _stored(store)
+    nothing = trace_state.stored_traces_unparsed(store, [bytes([0xEE]) * 16], "default")
+    assert ReadBack((("default", nothing),), 0).traces() == []
+    assert ReadBack((), 0).traces() == []
