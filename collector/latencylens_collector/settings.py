@@ -264,7 +264,7 @@ class Settings(BaseSettings):
         "with a marker.",
     )
     ingest_path: Literal["python", "engine", "auto"] = Field(
-        "python",
+        "auto",
         description="Who decodes OTLP/protobuf exports: ``python`` (the collector, span by span), "
         "``engine`` (ClickHouse, many bodies per insert; a body it cannot store exactly, and every "
         "OTLP/JSON export, takes the Python path) or ``auto`` (the engine while enough exports wait "

@@ -163,8 +163,8 @@ def banner(settings: Settings, port: int, grpc: str) -> list[str]:
     )
     ingest = {
         "engine": "engine (ClickHouse decodes OTLP/protobuf; OTLP/JSON in Python)",
-        "auto": "auto (ClickHouse decodes OTLP/protobuf under load, else Python)",
-    }.get(settings.ingest_path, "python (--ingest-path engine: ClickHouse decodes OTLP/protobuf)")
+        "python": "python (--ingest-path auto: ClickHouse decodes OTLP/protobuf under load)",
+    }.get(settings.ingest_path, "auto (ClickHouse decodes OTLP/protobuf under load, else Python)")
     lines = [
         f"LatencyLens collector {__version__}",
         f"  web UI      {base}/",

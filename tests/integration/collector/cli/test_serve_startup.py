@@ -123,7 +123,7 @@ def test_banner_says_where_everything_is(running: Served) -> None:
         f"  OTLP/HTTP   {running.url}/v1/traces",
         f"  OTLP/gRPC   127.0.0.1:{grpc}",
         f"  storage     {data} (embedded ClickHouse), database latencylens",
-        "  ingest      python (--ingest-path engine: ClickHouse decodes OTLP/protobuf)",
+        "  ingest      auto (ClickHouse decodes OTLP/protobuf under load, else Python)",
         f"  metadata    {data / 'metadata.db'}",
         f"  spool       {data / 'spool' / 'latencylens'}",
         "  access log  off (--access-log or LATENCYLENS_ACCESS_LOG=true to log each request)",
@@ -282,7 +282,7 @@ def test_the_banner_names_a_server_without_its_password(tmp_path: Path) -> None:
     assert lines[4:10] == [
         "  OTLP/gRPC   off (--no-grpc)",
         "  storage     https://lens@ch.internal:8443/lens (ClickHouse server), database latencylens",
-        "  ingest      python (--ingest-path engine: ClickHouse decodes OTLP/protobuf)",
+        "  ingest      auto (ClickHouse decodes OTLP/protobuf under load, else Python)",
         "  metadata    postgresql+psycopg://lens@db.internal/lens",
         "  spool       off (LATENCYLENS_SPOOL_DIR=off)",
         "  access log  on",
