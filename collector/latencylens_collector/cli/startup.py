@@ -163,7 +163,7 @@ def banner(settings: Settings, port: int, grpc: str) -> list[str]:
     )
     ingest = {
         "engine": "engine (ClickHouse decodes OTLP/protobuf; OTLP/JSON in Python)",
-        "python": "python (--ingest-path auto: ClickHouse decodes OTLP/protobuf under load)",
+        "python": "python (--ingest-path auto: ClickHouse decodes under load)",
     }.get(settings.ingest_path, "auto (ClickHouse decodes OTLP/protobuf under load, else Python)")
     lines = [
         f"LatencyLens collector {__version__}",

@@ -288,3 +288,15 @@ def test_the_banner_names_a_server_without_its_password(tmp_path: Path) -> None:
         "  access log  on",
     ]
     assert not any("s3cret" in line or "hunter2" in line for line in lines)
+
+
+def test_the_banner_says_how_to_leave_the_python_path(tmp_path: Path) -> None:
+    """``--ingest-path python`` (the default before ``auto``): the line says so and names the way
+    back to ``auto``, within 80 columns."""
+    from latencylens_collector.cli.startup import banner
+    from latencylens_collector.settings import Settings
+
+    settings = Settings(data_dir=str(tmp_path), ingest_path="python", environ={})
+    [line] = [line for line in banner(settings, 4318, "disabled") if line.startswith("  ingest ")]
+    assert line == "  ingest      python (--ingest-path auto: ClickHouse decodes under load)"
+    assert len(line) <= 80
