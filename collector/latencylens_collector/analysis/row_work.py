@@ -42,7 +42,8 @@ READ_BACK_COLUMNS: Final = (
     "attributes",
     "inserted_us",
 )
-"""The columns of a :class:`ReadBack`, in order: a span's ids in hex, then :class:`SpanRow`'s
+"""The columns of a :class:`ReadBack`, in order (the read's SELECT is made from them,
+:mod:`~latencylens_collector.storage.trace_state`): a span's ids in hex, then :class:`SpanRow`'s
 fields up to ``attributes`` (without ``status_message``: attribution never reads it), then the
 span's insert stamp in µs."""
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.row_work import READ_BACK_COLUMNS
 from latencylens_collector.storage.store import Store
 
 
@@ -65,17 +66,23 @@ describes exactly the spans it was computed from. The columns come in :class:`Sp
 up to ``attributes`` (an empty string where the status message would be), read by column: no
 dict per row."""
 
-_STORED_SPANS_READ_BACK: Final = """
-SELECT hex(trace_id) AS trace_hex, hex(span_id) AS span_hex, hex(parent_span_id) AS parent_hex,
-       service, name, span_kind, kind, toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns,
-       status_code, attributes, toUnixTimestamp64Micro(inserted_at) AS inserted_us
-FROM {spans} FINAL
-WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+_READ_BACK_EXPRESSIONS: Final = {
+    "trace_hex": "hex(trace_id)",
+    "span_hex": "hex(span_id)",
+    "parent_hex": "hex(parent_span_id)",
+    "start_ns": "toUnixTimestamp64Nano(start_time)",
+    "inserted_us": "toUnixTimestamp64Micro(inserted_at)",
+}
+"""How :data:`~latencylens_collector.analysis.row_work.READ_BACK_COLUMNS` are read where they are
+not the column of that name (JSON has no bytes: ids in hex)."""
+
+_STORED_SPANS_READ_BACK: Final = f"""
+SELECT {", ".join(f"{_READ_BACK_EXPRESSIONS.get(name, name)} AS {name}" for name in READ_BACK_COLUMNS)}
+FROM {{spans}} FINAL
+WHERE project = {{{{project:String}}}} AND trace_id IN {{{{trace_ids:Array(FixedString(16))}}}}
 ORDER BY start_ns, span_id
 """
-""":data:`_STORED_SPANS` as :class:`~latencylens_collector.analysis.row_work.ReadBack` reads it
-(its :data:`~latencylens_collector.analysis.row_work.READ_BACK_COLUMNS`: ids in hex, JSON has no
-bytes)."""
+""":data:`_STORED_SPANS` as :class:`~latencylens_collector.analysis.row_work.ReadBack` reads it."""
 
 _TOUCHED_IN: Final = """
 SELECT project, trace_id FROM {touched}
