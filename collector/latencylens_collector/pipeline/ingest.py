@@ -162,11 +162,14 @@ class Ingestor:
         (:func:`~.otlp_sql.has_span_events`, ≈ 0.12 µs a span). A body that does not parse fails
         its INSERT, which is split until it is alone (its verdict None). A refusal for now
         (:func:`~.refusals.classify`: unreachable, read-only, ...) is raised (StorageError) at
-        once."""
+        once, as is a failure to make the landing tables and views."""
         if not bodies:
             return BodiesStored([], ReadBack((), 0))
         with self._lock:
             self.store.ensure_ready()
+            # Here, not in the INSERT below: tables or views that cannot be made fail the batch
+            # once (every body to the Python path), not each body of it as if it did not parse.
+            self.store.ensure_otlp_views()
             with_events = [otlp_sql.has_span_events(body) for _, body, _ in bodies]
             verdicts: list[otlp_sql.Verdict | None] = [None] * len(bodies)
             for events, batch in ((False, batch_id), (True, f"{batch_id}-e")):

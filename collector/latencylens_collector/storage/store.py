@@ -398,16 +398,22 @@ class Store:
         their plain spans; returns what they did with each body (:func:`otlp_sql.read_verdicts`).
         ``batch`` is the bodies' batch id and the insert's deduplication token; ``with_events``
         sends them to the views that also store spans with events."""
+        otlp_settings = self.ensure_otlp_views()
+        settings = {**otlp_settings[with_events], "insert_deduplication_token": batch}
+        table = otlp_sql.landing_table(self.database, with_events)
+        with self._guard("inserting OTLP bodies") as client:
+            client.raw_insert(table, insert_block=data, fmt="Protobuf", settings=settings)
+        return self.query(otlp_sql.verdicts_sql(self.database), {"batch": batch})
+
+    def ensure_otlp_views(self) -> dict[bool, dict[str, object]]:
+        """Create the engine path's landing tables and views once per store (retried on the next
+        call when it failed); returns the INSERT settings of each set (by ``with_events``)."""
         if self._otlp_settings is None:
             with self._guard("creating the OTLP landing views") as client:
                 for statement in otlp_sql.statements(self.database, self.settings.clickhouse_cluster):
                     client.command(statement)
             self._otlp_settings = {events: self._otlp_insert_settings(events) for events in (False, True)}
-        settings = {**self._otlp_settings[with_events], "insert_deduplication_token": batch}
-        table = otlp_sql.landing_table(self.database, with_events)
-        with self._guard("inserting OTLP bodies") as client:
-            client.raw_insert(table, insert_block=data, fmt="Protobuf", settings=settings)
-        return self.query(otlp_sql.verdicts_sql(self.database), {"batch": batch})
+        return self._otlp_settings
 
     def _otlp_insert_settings(self, with_events: bool) -> dict[str, object]:
         """The OTLP bodies' INSERT settings; embedded, with the schema in a file of the data
