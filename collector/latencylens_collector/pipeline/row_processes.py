@@ -57,7 +57,7 @@ class RowProcess:
         """No worker any more: the service stopped, or this platform cannot run one."""
 
     def __call__(self, traces: Sequence[TraceToBuild]) -> BuiltRows:
-        if sum(len(trace.spans) for trace in traces) <= self.min_spans:
+        if span_count(traces) <= self.min_spans:
             return build_rows(traces, configured_prices())  # small: not worth the trip (nor a worker)
         return self.start(traces).result()
 
