@@ -58,6 +58,17 @@ def export(project: str, number: int, spans: int = 10) -> list[SpanRow]:
     ]
 
 
+ENGINE_OUTCOMES = ("stored", "small_batch", "not_plain", "no_verdict", "refused", "failed")
+"""Every outcome of ``latencylens_engine_bodies_total``."""
+
+
+def engine_bodies() -> dict[str, float]:
+    """``latencylens_engine_bodies_total`` of this process, by outcome."""
+    return {
+        outcome: metric("latencylens_engine_bodies_total", outcome=outcome) for outcome in ENGINE_OUTCOMES
+    }
+
+
 def grpc_target(url: str) -> str:
     """``host:port`` of the collector's OTLP/gRPC receiver, as /readyz reports it."""
     status = httpx.get(f"{url}/readyz").json()["grpc"]

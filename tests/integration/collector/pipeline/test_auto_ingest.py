@@ -15,7 +15,15 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from otlp_builders import MS, chat_trace, protobuf_body, recent_base_ns
-from pipeline_helpers import body_limits, chat_body, grpc_target, metric, span_counts, wait_until
+from pipeline_helpers import (
+    ENGINE_OUTCOMES,
+    body_limits,
+    chat_body,
+    engine_bodies,
+    grpc_target,
+    span_counts,
+    wait_until,
+)
 
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
@@ -24,11 +32,6 @@ from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES
 from latencylens_collector.storage.store import Store
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
-OUTCOMES = ("stored", "small_batch", "not_plain", "no_verdict", "refused", "failed")
-
-
-def engine_bodies() -> dict[str, float]:
-    return {outcome: metric("latencylens_engine_bodies_total", outcome=outcome) for outcome in OUTCOMES}
 
 
 def verdict_rows(store: Store) -> int:
@@ -143,7 +146,7 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
     for running in (auto, python):
         with ThreadPoolExecutor(max_workers=len(exports)) as pool:
             assert list(pool.map(lambda data, url=running.url: _post(url, data), exports)) == [200] * 12
-    handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in OUTCOMES}
+    handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in ENGINE_OUTCOMES}
     assert sum(handed.values()) <= 12  # each export at most once (at once in Python: not counted)
     assert handed["stored"] >= 1  # 10 or 11 in trial runs: the first ones came with few in flight
     assert handed["failed"] == handed["refused"] == 0
@@ -189,7 +192,7 @@ def test_the_grpc_receiver_hands_exports_to_the_engine_once_enough_are_in_flight
             answers = [pool.submit(send, data) for data in exports]
             wait_until(lambda: pipeline.cpu.in_flight == 16, 60, "all 16 exports to be admitted")
         assert [answer.result(timeout=120) for answer in answers] == [ExportTraceServiceResponse()] * 16
-    handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in OUTCOMES}
+    handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in ENGINE_OUTCOMES}
     assert 8 <= handed["stored"] + handed["small_batch"] == sum(handed.values()) <= 16
     counts = span_counts(running.store)
     assert counts["final"] == counts["distinct_keys"] == 16 * 500 * 4

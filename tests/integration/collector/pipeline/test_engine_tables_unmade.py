@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import httpx
 from otlp_builders import chat_trace, protobuf_body, recent_base_ns
-from pipeline_helpers import body_limits, chat_body, metric, span_counts
+from pipeline_helpers import body_limits, chat_body, engine_bodies, metric, span_counts
 
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
 from latencylens_collector.pipeline import Outcome
@@ -19,11 +19,11 @@ OUTCOMES = ("stored", "failed", "no_verdict", "not_plain")
 def test_unmade_tables_send_the_whole_batch_to_the_python_path(start_pipeline) -> None:
     pipeline, store = start_pipeline(ingest_path="engine", flush_interval_ms=1000)
     store.command(f"CREATE VIEW {store.table(otlp_sql.VERDICTS)} AS SELECT 1 AS taken")
-    before = {outcome: metric("latencylens_engine_bodies_total", outcome=outcome) for outcome in OUTCOMES}
+    before = engine_bodies()
     with pipeline.decoding():  # the writer takes the three bodies as one batch
         tickets = [pipeline.submit_body(chat_body(5), DEFAULT_PROJECT, body_limits()) for _ in range(3)]
     assert [ticket.future.result(timeout=60) for ticket in tickets] == [Outcome.TAKE_PYTHON_PATH] * 3
-    after = {outcome: metric("latencylens_engine_bodies_total", outcome=outcome) for outcome in OUTCOMES}
+    after = engine_bodies()
     assert {outcome: after[outcome] - before[outcome] for outcome in OUTCOMES} == {
         "stored": 0,
         "failed": 3,  # one failure for the batch; split and retried, they would be no_verdict
