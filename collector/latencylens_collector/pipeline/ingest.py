@@ -222,15 +222,10 @@ class Ingestor:
         parts: list[tuple[str, bytes]] = []
         for project, trace_ids in touched.items():
             # The batch's spans are not in memory: its spans of the project, counted as if all
-            # were the trace's, bound from below what the trace held before it.
-            stamps = trace_state.stamps(self.store, trace_ids, project)
-            small = [
-                trace_id
-                for trace_id in sorted(trace_ids)
-                if not self._was_past_cap(stamps.get(trace_id), stored_spans[project])
-            ]
-            if small:
-                parts.append((project, trace_state.stored_traces_unparsed(self.store, small, project)))
+            # were the trace's, bound from below what the trace held before it (_was_past_cap).
+            most_spans = self.max_trace_spans + stored_spans[project]
+            read = trace_state.stored_traces_unparsed(self.store, trace_ids, project, most_spans)
+            parts.append((project, read))
         return ReadBack(tuple(parts), sum(stored_spans.values()))
 
     def _traces_to_build(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[TraceToBuild]:

@@ -35,6 +35,7 @@ from latencylens_collector.analysis.records import (
 )
 from latencylens_collector.settings import Settings, chdb_path, is_chdb, redact_dsn
 from latencylens_collector.storage import otlp_sql
+from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
 
 if TYPE_CHECKING:
     from latencylens_collector.storage.migrations import Migration
@@ -101,7 +102,7 @@ SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kin
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, status_message,
        attributes, resource_attributes, {events}
 FROM {spans} FINAL
-WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+WHERE project = {{project:String}} AND trace_id IN {ids_set}
 ORDER BY start_ns, span_id
 """
 
@@ -109,7 +110,7 @@ _SPAN_SELECT_FOR_REQUESTS = """
 SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, attributes
 FROM {spans} FINAL
-WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+WHERE project = {{project:String}} AND trace_id IN {ids_set}
 ORDER BY start_ns, span_id
 """
 """What request rows are built from: every column but the two the attribution never reads
@@ -384,11 +385,11 @@ class Store:
         ``for_requests`` leaves out what request rows never read (resource attributes, status
         message: empty in the returned rows), as the write path's and the reconciler's reads do
         (:func:`latencylens_collector.storage.trace_state.stored_traces`, with insert stamps)."""
-        ids = sorted(set(trace_ids))
+        ids = trace_ids_param(trace_ids)
         if not ids:
             return []
         select = _SPAN_SELECT_FOR_REQUESTS if for_requests else _SPAN_SELECT
-        sql = select.format(spans=self.table("spans"), events=_EVENTS_SELECT)
+        sql = select.format(spans=self.table("spans"), events=_EVENTS_SELECT, ids_set=TRACE_IDS_SET)
         rows = self.query(sql, {"project": project, "trace_ids": ids})
         return [SpanRow(**row) for row in rows]
 

@@ -15,6 +15,7 @@ from typing import Any, Final, cast
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.row_work import READ_BACK_COLUMNS
 from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ SELECT trace_id, count() AS stored, uniqExact(span_id) AS spans,
        toUnixTimestamp64Nano(min(start_time)) AS first_start_ns,
        toUnixTimestamp64Nano(max(start_time)) AS last_start_ns
 FROM {spans}
-WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+WHERE project = {{project:String}} AND trace_id IN {ids_set}
 GROUP BY trace_id
 """
 """No FINAL: the key columns, the stamp and the start are all it reads. The latest stamp is the same with or
@@ -57,7 +58,7 @@ SELECT trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, '' AS no_message,
        attributes, toUnixTimestamp64Micro(inserted_at) AS inserted_us
 FROM {spans} FINAL
-WHERE project = {{project:String}} AND trace_id IN {{trace_ids:Array(FixedString(16))}}
+WHERE project = {{project:String}} AND trace_id IN {ids_set}
 ORDER BY start_ns, span_id
 """
 """The columns request rows are built from (not ``resource_attributes``, ``status_message`` nor
@@ -79,10 +80,16 @@ not the column of that name (JSON has no bytes: ids in hex)."""
 _STORED_SPANS_READ_BACK: Final = f"""
 SELECT {", ".join(f"{_READ_BACK_EXPRESSIONS.get(name, name)} AS {name}" for name in READ_BACK_COLUMNS)}
 FROM {{spans}} FINAL
-WHERE project = {{{{project:String}}}} AND trace_id IN {{{{trace_ids:Array(FixedString(16))}}}}
+WHERE project = {{{{project:String}}}} AND trace_id IN (
+    SELECT trace_id FROM {{spans}}
+    WHERE project = {{{{project:String}}}} AND trace_id IN {{ids_set}}
+    GROUP BY trace_id HAVING uniqExact(span_id) <= {{{{most_spans:UInt64}}}})
 ORDER BY start_ns, span_id
 """
-""":data:`_STORED_SPANS` as :class:`~latencylens_collector.analysis.row_work.ReadBack` reads it."""
+""":data:`_STORED_SPANS` as :class:`~latencylens_collector.analysis.row_work.ReadBack` reads it, of
+the traces with at most ``most_spans`` distinct spans stored: the subquery reads key columns only
+(as :data:`_STAMPS` does), so a trace past its cap costs no more than its stamp would, and the
+read is one query, not a stamp query and then this one."""
 
 _TOUCHED_IN: Final = """
 SELECT project, trace_id FROM {touched}
@@ -123,6 +130,9 @@ WHERE minute >= toStartOfMinute(fromUnixTimestamp64Micro({{after:Int64}}, 'UTC')
 ORDER BY minute_s
 """
 """The minutes of a window with any insert (the first column of the key: an index range)."""
+
+UINT64_MAX: Final = 2**64 - 1
+"""No limit on a trace's spans (the largest ``most_spans``)."""
 
 TraceKey = tuple[str, bytes]
 """(project, trace id)."""
@@ -165,20 +175,22 @@ def _stamp(row: Mapping[str, Any]) -> Stamp:
 
 def stamps(store: Store, trace_ids: Iterable[bytes], project: str) -> dict[bytes, Stamp]:
     """:class:`Stamp` of each trace with spans stored (others are absent)."""
-    ids = sorted(set(trace_ids))
+    ids = trace_ids_param(trace_ids)
     if not ids:
         return {}
-    rows = store.query(_STAMPS.format(spans=store.table("spans")), {"project": project, "trace_ids": ids})
+    sql = _STAMPS.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET)
+    rows = store.query(sql, {"project": project, "trace_ids": ids})
     return {bytes(row["trace_id"]): _stamp(row) for row in rows}
 
 
 def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dict[bytes, StoredTrace]:
     """Every stored span of each trace, in start order, with the latest stamp among them."""
-    ids = sorted(set(trace_ids))
+    ids = trace_ids_param(trace_ids)
     if not ids:
         return {}
     columns = store.query_columns(
-        _STORED_SPANS.format(spans=store.table("spans")), {"project": project, "trace_ids": ids}
+        _STORED_SPANS.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET),
+        {"project": project, "trace_ids": ids},
     )
     if not columns:  # no row: no columns either
         return {}
@@ -194,11 +206,15 @@ def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dic
     return {trace_id: StoredTrace(trace_spans, latest[trace_id]) for trace_id, trace_spans in spans.items()}
 
 
-def stored_traces_unparsed(store: Store, trace_ids: Iterable[bytes], project: str) -> bytes:
+def stored_traces_unparsed(
+    store: Store, trace_ids: Iterable[bytes], project: str, most_spans: int = UINT64_MAX
+) -> bytes:
     """What :func:`stored_traces` reads, as ClickHouse writes it out, for
-    :class:`~latencylens_collector.analysis.row_work.ReadBack` to parse elsewhere."""
-    sql = _STORED_SPANS_READ_BACK.format(spans=store.table("spans"))
-    return store.query_json_columns(sql, {"project": project, "trace_ids": sorted(set(trace_ids))})
+    :class:`~latencylens_collector.analysis.row_work.ReadBack` to parse elsewhere; only of the
+    traces with at most ``most_spans`` distinct spans stored (the others are left out)."""
+    sql = _STORED_SPANS_READ_BACK.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET)
+    params = {"project": project, "trace_ids": trace_ids_param(trace_ids), "most_spans": most_spans}
+    return store.query_json_columns(sql, params)
 
 
 def touched_minutes(store: Store, window: Window) -> list[int]:

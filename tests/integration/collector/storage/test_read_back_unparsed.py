@@ -98,3 +98,19 @@ def test_nothing_read_back_is_no_trace(store: Store) -> None:
     nothing = trace_state.stored_traces_unparsed(store, [bytes([0xEE]) * 16], "default")
     assert ReadBack((("default", nothing),), 0).traces() == []
     assert ReadBack((), 0).traces() == []
+
+
+def test_only_traces_with_at_most_most_spans_distinct_spans_are_read_back(store: Store) -> None:
+    """Trace 0xA1 has 2 distinct spans stored, 0xA2 one. A span stored twice (an unmerged copy)
+    counts once, as the per-trace cap counts spans."""
+    spans = _stored(store)
+    store.insert_spans(spans["default"][2:])  # 0xA2's span again
+    ids = [bytes([0xA1]) * 16, bytes([0xA2]) * 16]
+
+    def read(most_spans: int) -> set[bytes]:
+        unparsed = trace_state.stored_traces_unparsed(store, ids, "default", most_spans)
+        return {trace.spans[0].trace_id for trace in ReadBack((("default", unparsed),), 0).traces()}
+
+    assert read(2) == set(ids)
+    assert read(1) == {bytes([0xA2]) * 16}
+    assert read(0) == set()
