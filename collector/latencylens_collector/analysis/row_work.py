@@ -1,7 +1,8 @@
 """The request rows of many traces in one call: the unit of work a row-building process is handed.
 
 It imports nothing but the analysis (no storage, no service), so a worker process that runs it
-starts in a fraction of a second and stays small. It returns the CPU time it took, so the caller
+(through :mod:`~latencylens_collector.storage.arrow_tables`, which adds pyarrow to lay the rows
+out) starts in a fraction of a second and stays small. It returns the CPU time it took, so the caller
 can charge that time to the traces' projects even when it was spent in another process.
 """
 
@@ -10,11 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from latencylens_collector.analysis.costs import Prices
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.request_rows import row_version, trace_rows
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class TraceToBuild(NamedTuple):
@@ -100,11 +104,16 @@ class ReadBack(NamedTuple):
 
 
 class BuiltRows(NamedTuple):
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, Any]] | pa.Table
+    """Rows and tombstones: dicts keyed by ``REQUEST_COLUMNS``, or, from the worker process, the
+    same laid out as the ``requests`` table (``storage.arrow_tables.build_rows_as_table``). Either
+    is what ``Store.upsert_requests`` inserts."""
     cpu_s: float
     """CPU time of the process that built them, spent building them."""
     spans: int = 0
     """The spans they were built from."""
+    live: int = 0
+    """The rows that are not tombstones."""
 
 
 def build_rows(traces: Sequence[TraceToBuild] | ReadBack, prices: Prices | None = None) -> BuiltRows:
@@ -128,7 +137,8 @@ def build_rows(traces: Sequence[TraceToBuild] | ReadBack, prices: Prices | None 
             )
         )
     spans = sum(len(trace.spans) for trace in traces)
-    return BuiltRows(rows, time.process_time() - started, spans)
+    live = sum(1 for row in rows if not row["is_deleted"])
+    return BuiltRows(rows, time.process_time() - started, spans, live)
 
 
 def span_count(traces: Sequence[TraceToBuild] | ReadBack) -> int:

@@ -134,9 +134,11 @@ class Ingestor:
         traces: list[TraceToBuild] = []
         for project, batch_traces in todo.traces.items():
             traces.extend(self._traces_to_build(project, batch_traces))
-        rows = build(traces).rows if traces else []
-        self.store.upsert_requests(rows)
-        return sum(1 for row in rows if not row["is_deleted"])
+        if not traces:
+            return 0
+        built = build(traces)
+        self.store.upsert_requests(built.rows)
+        return built.live
 
     def ingest_bodies(
         self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import itertools
 import logging
-import operator
 import os
 import re
 import threading
@@ -28,13 +26,11 @@ from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalErr
 
 from latencylens_collector.analysis.records import (
     DEFAULT_PROJECT,
-    REQUEST_COLUMNS,
-    SPAN_COLUMNS,
-    SpanEvent,
     SpanRow,
 )
 from latencylens_collector.settings import Settings, chdb_path, is_chdb, redact_dsn
 from latencylens_collector.storage import otlp_sql
+from latencylens_collector.storage.arrow_tables import requests_table, spans_table
 from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
 
 if TYPE_CHECKING:
@@ -122,107 +118,6 @@ _EVENTS_SELECT = (
     "dropped_events_count"
 )
 """Events with their times as integer ns (a ``DateTime64`` would come back as a µs datetime)."""
-
-
-def _spans_arrow(rows: Sequence[SpanRow]) -> pa.Table:
-    """The rows as an Arrow table with :data:`SPAN_COLUMNS`, typed like the ``spans`` table.
-
-    The rows are turned into columns in C (``attrgetter`` then ``zip``) and pyarrow builds each
-    column in C (maps from the dicts as they are), so an insert costs no per-value Python work."""
-    columns = list(zip(*map(_SPAN_FIELDS, rows), strict=True)) or [()] * len(SPAN_COLUMNS)
-    arrays = [_column(values, kind) for values, kind in zip(columns, _SPAN_TYPES, strict=True)]
-    return pa.Table.from_arrays(arrays, names=list(SPAN_COLUMNS))
-
-
-def _column(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
-    if kind is _MAP:
-        return _map_array(values)
-    if kind is _EVENTS:
-        return _events_array(values)
-    return pa.array(values, kind)
-
-
-def _events_array(per_row: Sequence[Sequence[SpanEvent]]) -> pa.ListArray:
-    """The ``events`` column from flat names, times and attribute maps plus offsets (most spans
-    have none, so a batch usually costs one offsets array)."""
-    offsets = pa.array([0, *itertools.accumulate(map(len, per_row))], pa.int32())
-    flat = list(itertools.chain.from_iterable(per_row))
-    names, times, attributes = zip(*flat, strict=True) if flat else ((), (), ())
-    items = pa.StructArray.from_arrays(
-        [pa.array(names, _STRING), pa.array(times, _TIME_NS), _map_array(attributes)],
-        fields=list(_EVENT),
-    )
-    return pa.ListArray.from_arrays(offsets, items, type=_EVENTS)
-
-
-def _map_array(dicts: Sequence[dict[str, str]]) -> pa.MapArray:
-    """A map column from its flat keys, values and offsets (half the cost of converting dicts)."""
-    offsets = pa.array([0, *itertools.accumulate(map(len, dicts))], pa.int32())
-    keys = pa.array(list(itertools.chain.from_iterable(dicts)), _STRING)
-    values = pa.array(list(itertools.chain.from_iterable(map(dict.values, dicts))), _STRING)
-    return pa.MapArray.from_arrays(offsets, keys, values, type=_MAP)
-
-
-_ROW_FIELD: Final = {"start_time": "start_ns"}
-"""SpanRow field of a ``spans`` column, where the names differ."""
-
-
-def _requests_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Request rows (dicts keyed by :data:`REQUEST_COLUMNS`) as an Arrow table typed like the
-    ``requests`` table; ``start_time`` in ns, ``computed_at`` in µs, as the row dicts hold them."""
-    columns = list(zip(*map(_REQUEST_ITEMS, rows), strict=True)) or [()] * len(REQUEST_COLUMNS)
-    arrays = [
-        _map_array(values) if kind is _MAP else pa.array(values, kind)
-        for values, kind in zip(columns, _REQUEST_TYPES, strict=True)
-    ]
-    return pa.Table.from_arrays(arrays, names=list(REQUEST_COLUMNS))
-
-
-_STRING: Final = pa.string()
-_TRACE_ID: Final = pa.binary(16)
-_SPAN_ID: Final = pa.binary(8)
-_TIME_NS: Final = pa.timestamp("ns", tz="UTC")
-_MAP: Final = pa.map_(pa.string(), pa.string())
-_EVENT: Final = pa.struct([("name", _STRING), ("time", _TIME_NS), ("attributes", _MAP)])
-_EVENTS: Final = pa.list_(_EVENT)
-_SPAN_FIELDS: Final = operator.attrgetter(*(_ROW_FIELD.get(column, column) for column in SPAN_COLUMNS))
-_REQUEST_ITEMS: Final = operator.itemgetter(*REQUEST_COLUMNS)
-_REQUEST_TYPE_OF: Final[dict[str, pa.DataType]] = {
-    "trace_id": _TRACE_ID,
-    "start_time": _TIME_NS,
-    "status_error": pa.uint8(),
-    "provenance": _MAP,
-    "inconsistent": pa.uint8(),
-    "tokens_estimated": pa.uint8(),
-    "decode_tokens_per_second": pa.float64(),
-    "model_calls": pa.uint16(),
-    "span_count": pa.uint32(),
-    "computed_at": pa.timestamp("us"),
-    "version": pa.uint64(),
-    "is_deleted": pa.uint8(),
-    "root_missing": pa.uint8(),
-    **dict.fromkeys(("project", "service", "name", "model", "provider", "price_version"), _STRING),
-}
-_REQUEST_TYPES: Final = tuple(_REQUEST_TYPE_OF.get(column, pa.int64()) for column in REQUEST_COLUMNS)
-"""Every other column is an integer count of ns or tokens (``Int64``, some Nullable)."""
-_SPAN_TYPES: Final = (
-    _STRING,  # project
-    _TRACE_ID,
-    _SPAN_ID,
-    _SPAN_ID,  # parent_span_id
-    _STRING,  # service
-    _STRING,  # name
-    _STRING,  # span_kind
-    _STRING,  # kind
-    _TIME_NS,  # start_time
-    pa.int64(),  # duration_ns
-    pa.uint8(),  # status_code
-    _STRING,  # status_message
-    _MAP,  # attributes
-    _MAP,  # resource_attributes
-    _EVENTS,  # events
-    pa.uint32(),  # dropped_events_count
-)
 
 
 class Store:
@@ -373,7 +268,7 @@ class Store:
         if not rows:
             return
         settings = {"insert_deduplication_token": dedup_token} if dedup_token else None
-        table = _spans_arrow(rows)
+        table = spans_table(rows)
         with self._guard("inserting into spans") as client:
             client.insert_arrow(self.table("spans"), table, settings=settings)
 
@@ -431,12 +326,13 @@ class Store:
         return otlp_sql.insert_settings(str(path), cluster, with_events)
 
     # --- requests -----------------------------------------------------------------------------------
-    def upsert_requests(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Write request rows and tombstones (one Arrow insert); under the same key, the higher
-        ``version`` wins (:mod:`latencylens_collector.analysis.request_rows`)."""
-        if not rows:
+    def upsert_requests(self, rows: Sequence[Mapping[str, Any]] | pa.Table) -> None:
+        """Write request rows and tombstones (one Arrow insert), as dicts or already laid out
+        (:func:`~.arrow_tables.requests_table`); under the same key, the higher ``version`` wins
+        (:mod:`latencylens_collector.analysis.request_rows`)."""
+        if len(rows) == 0:
             return
-        table = _requests_arrow(rows)
+        table = rows if isinstance(rows, pa.Table) else requests_table(rows)
         with self._guard("inserting into requests") as client:
             client.insert_arrow(self.table("requests"), table)
 

@@ -2,7 +2,9 @@
 
 A real spawned worker (:mod:`latencylens_collector.pipeline.row_processes`) against the same
 function run here: the rows must be identical, priced with the collector's configured prices (the
-worker has none of its own), and a worker that dies costs no row.
+worker has none of its own), and a worker that dies costs no row. The worker hands its rows back
+laid out as the ``requests`` table (:func:`~latencylens_collector.storage.arrow_tables.requests_table`),
+so rows are compared as that table, however they were built.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from otlp_builders import chat_trace, export_request
 from pipeline_helpers import export, metric, row_spans_by_project
@@ -23,13 +26,14 @@ from pipeline_helpers import export, metric, row_spans_by_project
 from latencylens import semconv
 from latencylens_collector.analysis.costs import use_prices
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.analysis.row_work import TraceToBuild, build_rows
+from latencylens_collector.analysis.row_work import BuiltRows, TraceToBuild, build_rows
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.reconciler import Reconciler
 from latencylens_collector.pipeline.row_processes import RowProcess
 from latencylens_collector.settings import Settings
+from latencylens_collector.storage.arrow_tables import requests_table
 from latencylens_collector.storage.store import Store
 
 BASE = 1_700_000_000_000_000_000
@@ -66,6 +70,15 @@ def server_chain(length: int) -> list[SpanRow]:
     ]
 
 
+def table_of(built: BuiltRows) -> pa.Table:
+    """A build's rows as the ``requests`` table (a worker's already are)."""
+    return built.rows if isinstance(built.rows, pa.Table) else requests_table(built.rows)
+
+
+def built_here(traces: list[TraceToBuild]) -> pa.Table:
+    return table_of(build_rows(traces))
+
+
 @pytest.fixture
 def traces() -> Iterator[list[TraceToBuild]]:
     previous = use_prices({"vllm/my-llama": {"input": 0.5, "cached_input": 0.1, "output": 1.5}})
@@ -91,28 +104,30 @@ def test_rows_built_in_the_worker_are_the_rows_built_here(
     traces: list[TraceToBuild], process: RowProcess
 ) -> None:
     assert not process.started  # nothing is spawned before the first build
-    here = build_rows(traces).rows
+    here = build_rows(traces)
     there = process(traces)
-    assert there.rows == here
+    assert isinstance(there.rows, pa.Table)  # laid out in the worker, ready to insert
+    assert there.rows == requests_table(here.rows) and there.live == here.live == 2
     assert process.started and workers() and process.fallbacks == 0
     assert there.cpu_s > 0 and process.worker_cpu_s == there.cpu_s  # charged to the projects
     # Priced at the collector's configured prices, passed to the worker (which has none of its
-    # own): 400 × 0.5 + 100 × 0.1 + 101 × 1.5 = 361.5 µ$ = 361,500 nano-dollars.
-    call = next(row for row in there.rows if not row["is_deleted"] and row["trace_id"] != b"\x07" * 16)
+    # own; its rows equal these): 400 × 0.5 + 100 × 0.1 + 101 × 1.5 = 361.5 µ$ = 361,500 nano-dollars.
+    assert isinstance(here.rows, list)
+    call = next(row for row in here.rows if not row["is_deleted"] and row["trace_id"] != b"\x07" * 16)
     assert call["cost_nano_usd"] == 361_500
     # The chain's row, and a tombstone where a row of it was stored before.
-    chain = [row for row in there.rows if row["trace_id"] == b"\x07" * 16]
+    chain = [row for row in here.rows if row["trace_id"] == b"\x07" * 16]
     assert sorted(row["is_deleted"] for row in chain) == [0, 1]
     assert next(row for row in chain if row["is_deleted"])["start_time"] == BASE - 1
 
 
 def signalled_worker(
     traces: list[TraceToBuild], process: RowProcess, signum: int, wait_s: float
-) -> tuple[list[dict[str, Any]], multiprocessing.Process]:
+) -> tuple[pa.Table, multiprocessing.Process]:
     """The rows built here, and the worker a first build started, sent ``signum`` (waited for up
     to ``wait_s``)."""
-    here = build_rows(traces).rows
-    assert process(traces).rows == here
+    here = built_here(traces)
+    assert table_of(process(traces)) == here
     (worker,) = workers()
     assert worker.pid is not None
     os.kill(worker.pid, signum)
@@ -123,10 +138,10 @@ def signalled_worker(
 def test_a_worker_that_dies_costs_no_rows(traces: list[TraceToBuild], process: RowProcess) -> None:
     here, _ = signalled_worker(traces, process, signal.SIGKILL, 30.0)
     in_collector = metric("latencylens_row_builds_total", ran_in="collector")
-    assert process(traces).rows == here  # built in this thread instead
+    assert table_of(process(traces)) == here  # built in this thread instead
     assert process.fallbacks == 1
     assert metric("latencylens_row_builds_total", ran_in="collector") == in_collector + 1  # shown
-    assert process(traces).rows == here  # and the next build has a new worker
+    assert table_of(process(traces)) == here  # and the next build has a new worker
     assert process.fallbacks == 1 and process.started
 
 
@@ -173,7 +188,7 @@ def test_a_stopped_process_builds_in_the_caller_and_spawns_nothing(
 ) -> None:
     """The reconciler may run its last pass after the pipeline stopped: no worker outlives it."""
     process.stop()
-    assert process(traces).rows == build_rows(traces).rows
+    assert table_of(process(traces)) == built_here(traces)
     assert not process.started and not workers() and process.worker_cpu_s == 0
 
 
@@ -188,9 +203,9 @@ def test_small_builds_run_in_the_caller_and_spawn_nothing(traces: list[TraceToBu
     spans = sum(len(trace.spans) for trace in traces)
     small = RowProcess(min_spans=spans)
     try:
-        assert small(traces).rows == build_rows(traces).rows
+        assert table_of(small(traces)) == built_here(traces)
         assert not small.started and not workers() and small.worker_cpu_s == 0
-        assert small(traces + traces[:1]).rows == build_rows(traces + traces[:1]).rows  # more than min_spans
+        assert table_of(small(traces + traces[:1])) == built_here(traces + traces[:1])  # more than min_spans
         assert small.started and small.worker_cpu_s > 0
     finally:
         small.stop()
@@ -202,7 +217,7 @@ def test_ctrl_c_in_a_terminal_does_not_kill_the_worker(
     """Ctrl-C reaches the whole process group; the collector stops itself, and the worker with it."""
     here, worker = signalled_worker(traces, process, signal.SIGINT, 1.0)
     assert worker.is_alive()
-    assert process(traces).rows == here and process.fallbacks == 0
+    assert table_of(process(traces)) == here and process.fallbacks == 0
 
 
 class NoSemaphores(RowProcess):
@@ -217,8 +232,8 @@ def test_a_platform_without_worker_processes_builds_every_row_in_the_collector(
     traces: list[TraceToBuild], caplog: pytest.LogCaptureFixture
 ) -> None:
     process = NoSemaphores()
-    here = build_rows(traces).rows
-    assert process(traces).rows == here and process(traces).rows == here
+    here = built_here(traces)
+    assert table_of(process(traces)) == here and table_of(process(traces)) == here
     assert process.fallbacks == 1  # tried once, then never again
     assert sum("cannot run the row-building process" in r.getMessage() for r in caplog.records) == 1
 
@@ -251,7 +266,7 @@ def test_a_started_build_runs_in_the_worker_while_the_caller_goes_on(
     """The engine path's writer starts a batch's build, inserts the next batch, then takes the rows."""
     pending = process.start(traces)
     assert process.started  # handed over at once, whatever the size
-    assert pending.result().rows == build_rows(traces).rows
+    assert table_of(pending.result()) == built_here(traces)
     assert process.worker_cpu_s > 0 and process.fallbacks == 0
 
 
@@ -261,7 +276,7 @@ def test_a_started_build_of_few_spans_runs_in_the_caller_when_its_rows_are_asked
     spans = sum(len(trace.spans) for trace in traces)
     pending = process.start(traces, min_spans=spans)
     assert not process.started and not workers()
-    assert pending.result().rows == build_rows(traces).rows
+    assert table_of(pending.result()) == built_here(traces)
     assert process.worker_cpu_s == 0
 
 
@@ -269,6 +284,6 @@ def test_a_started_build_whose_worker_dies_is_built_in_the_caller(
     traces: list[TraceToBuild], process: RowProcess
 ) -> None:
     here, _ = signalled_worker(traces, process, signal.SIGKILL, 30.0)
-    assert process.start(traces).result().rows == here
+    assert table_of(process.start(traces).result()) == here
     assert process.fallbacks == 1
-    assert process.start(traces).result().rows == here and process.fallbacks == 1  # a new worker
+    assert table_of(process.start(traces).result()) == here and process.fallbacks == 1  # a new worker
