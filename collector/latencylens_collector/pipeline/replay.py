@@ -72,10 +72,11 @@ def replay_spool(
             if stopped is not None:
                 report.stopped = stopped
                 return report
+        # Counted before the file goes, so whoever sees the spool empty also sees its spans counted.
+        metrics.SPANS_WRITTEN.labels(source="spool").inc(triage.stored)
         report.refused.update(settle(spool, batch, triage))
         report.batches += 1
         report.stored += triage.stored
-        metrics.SPANS_WRITTEN.labels(source="spool").inc(triage.stored)
         if on_batch is not None:
             on_batch(report)
     return report

@@ -458,10 +458,11 @@ class Writer:
             return
         if not triage.done:
             return
+        # Counted before the file goes, so whoever sees the spool empty also sees its spans counted.
+        metrics.SPANS_WRITTEN.labels(source="spool").inc(triage.stored)
         settle(self.spool, batch, triage)
         self._replaying = None
         self._replay_retry_at = 0.0
-        metrics.SPANS_WRITTEN.labels(source="spool").inc(triage.stored)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import grpc
 import httpx
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from otlp_builders import chat_trace, export_request, post_protobuf, recent_base_ns
 from pipeline_helpers import grpc_target, metric, span_counts, wait_until
 
-from latencylens_collector.pipeline.spool import SUFFIX
+from latencylens_collector.pipeline.spool import SUFFIX, Spool
 
 
 def _closed_port() -> int:
@@ -88,6 +89,33 @@ def test_acknowledged_spans_survive_outage_and_restart(start_collector: Callable
     # Request rows were recomputed by the replay: one per trace, all spans counted.
     listed = httpx.get(f"{restored.url}/api/requests").json()["requests"]
     assert sorted(r["span_count"] for r in listed) == [4] * 5
+
+
+def test_replayed_spans_are_counted_before_their_spool_file_goes(
+    start_collector: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever sees the spool empty (an operator, a test) must also see its spans counted in
+    ``latencylens_spans_written_total``: the count moves before the file is removed."""
+    spool = tmp_path / "spool"
+    down = start_collector(
+        clickhouse_dsn=f"http://default:@127.0.0.1:{_closed_port()}/", spool_dir=str(spool)
+    )
+    assert post_protobuf(down.url, chat_trace(recent_base_ns())).status_code == 200
+    down.service.stop()
+    assert len(_spool_files(spool)) == 1
+
+    counted_at_removal: list[float] = []
+    remove = Spool.remove
+
+    def observed_remove(self: Spool, path: Path) -> None:
+        counted_at_removal.append(metric("latencylens_spans_written_total", source="spool"))
+        remove(self, path)
+
+    monkeypatch.setattr(Spool, "remove", observed_remove)
+    written_before = metric("latencylens_spans_written_total", source="spool")
+    start_collector(spool_dir=str(spool))
+    wait_until(lambda: not _spool_files(spool), what="the spool to drain")
+    assert counted_at_removal == [written_before + 4]  # chat_trace: 4 spans, one spool file
 
 
 def test_a_replay_interrupted_before_the_delete_is_idempotent(
