@@ -355,6 +355,76 @@ async def test_async_stream_raising_midway(spans: Spans) -> None:
     assert spans()[0].status.status_code is StatusCode.ERROR
 
 
+async def test_anext_and_async_loops_share_one_stream_and_one_span(spans: Spans) -> None:
+    """``anext()`` goes through ``__anext__``, an ``async for`` loop through the proxy's async
+    generator: pulled either way, and across a loop left and taken up again, each chunk is passed
+    on and counted once."""
+    chunks = make_chunks()
+
+    @latencylens.model_call(provider="openai", model="m")
+    async def call() -> AsyncSDKLikeStream:
+        return AsyncSDKLikeStream(chunks)
+
+    stream = await call()
+    received = [await anext(stream)]
+    async for item in stream:
+        received.append(item)
+        if len(received) == 3:
+            break
+    assert spans() == []
+    received += [item async for item in stream]
+    assert received == chunks
+    (span,) = spans()
+    assert attrs(span)[semconv.STREAM_CHUNKS] == 6
+    assert attrs(span)[semconv.STREAM_CONTENT_CHUNKS] == 2
+    assert attrs(span)[semconv.STREAM_COMPLETED] is True
+    assert [item async for item in stream] == []  # exhausted, and the span is not ended twice
+    assert len(spans()) == 1
+
+
+async def test_async_stream_left_by_break_then_dropped_ends_its_span_once(spans: Spans) -> None:
+    @latencylens.model_call(provider="openai", model="m")
+    async def call() -> AsyncSDKLikeStream:
+        return AsyncSDKLikeStream(make_chunks())
+
+    stream = await call()
+    async for _ in stream:
+        break
+    await asyncio.sleep(0)  # the event loop closes the loop's dropped async generator
+    assert spans() == []
+    del stream
+    gc.collect()
+    await asyncio.sleep(0)
+    (span,) = spans()
+    assert attrs(span)[semconv.STREAM_COMPLETED] is False
+    assert attrs(span)[semconv.STREAM_END_REASON] == semconv.END_ABANDONED
+    assert attrs(span)[semconv.STREAM_CHUNKS] == 1
+
+
+async def test_a_task_cancelled_mid_stream_gets_its_cancellation_and_the_span_ends(spans: Spans) -> None:
+    """The cancellation reaches the caller unchanged; the span ends, not completed."""
+    first_chunk = asyncio.Event()
+
+    @latencylens.model_call(provider="openai", model="m")
+    async def call() -> AsyncIterator[dict[str, Any]]:
+        yield chunk("a")
+        await asyncio.Event().wait()  # the provider never sends the next chunk
+        yield chunk("b")
+
+    async def consume() -> None:
+        async for _ in call():
+            first_chunk.set()
+
+    task = asyncio.create_task(consume())
+    await first_chunk.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (span,) = spans()
+    assert attrs(span)[semconv.STREAM_COMPLETED] is False
+    assert attrs(span)[semconv.STREAM_CHUNKS] == 1
+
+
 def test_non_stream_results_are_not_wrapped() -> None:
     values: list[Any] = [{"a": 1}, "text", b"bytes", [1, 2], (1,)]
 
