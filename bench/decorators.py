@@ -10,8 +10,10 @@ computed (so our side also pays for reading the response, the baseline does not)
 Per chunk: a stream of N realistic Groq chunks (pydantic objects from the ``groq`` SDK) is
 iterated through ``@model_call`` and through a bare span wrapping the same iteration, which then
 sets the attributes our span ends with (usage, server timings, first and last chunk, gap
-statistics; precomputed); the added cost per chunk is the slope between N = 40 and N = 240, so span
-start/end cancels out, and each side's per-call cost of a stream is the intercept of its line.
+statistics; precomputed). Both sides make the call that returns the stream (sync ``source()``,
+async ``await opened()``, as ``await client.chat.completions.create(stream=True)``). The added
+cost per chunk is the slope between N = 40 and N = 240, so span start/end cancels out, and each
+side's per-call cost of a stream is the intercept of its line.
 
 A streamed call is also timed whole at its shortest (one content chunk, then the usage chunk),
 paired round by round with the bare span over the same two chunks: no extrapolation, so a steadier
@@ -285,14 +287,16 @@ def stream_sides(
         for chunk in chunks:
             yield chunk
 
+    async def opened() -> Any:
+        """The call that opens the stream (``await client.chat.completions.create(stream=True)``):
+        both sides make it, as both sync sides call ``source``."""
+        return agen()
+
     async def bare_async() -> None:
         with tracer.start_as_current_span(name, kind=SpanKind.CLIENT, attributes=static) as span:
-            async for _ in agen():
+            async for _ in await opened():
                 pass
             span.set_attributes(end)
-
-    async def opened() -> Any:
-        return agen()
 
     ours_async = ours_model(opened)
 
