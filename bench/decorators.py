@@ -288,8 +288,7 @@ def stream_sides(
             yield chunk
 
     async def opened() -> Any:
-        """The call that opens the stream (``await client.chat.completions.create(stream=True)``):
-        both sides make it, as both sync sides call ``source``."""
+        """The call that opens the stream; both sides make it (see the module docstring)."""
         return agen()
 
     async def bare_async() -> None:
