@@ -69,9 +69,11 @@ KIND_TOOL = "tool"
 _SELF_COMPONENT = {KIND_RETRIEVAL: RETRIEVAL, KIND_TOOL: TOOL}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ModelTiming:
     """What is known about one model call beyond its duration. All values integer ns or None.
+    Read-only by convention, not frozen: one is built per model span of every trace, and a frozen
+    dataclass costs twice as much to construct.
 
     ``first_content_ns`` / ``last_chunk_ns`` are offsets from the call's start (client-measured).
     ``server_total_ns`` includes queue; when only the parts are reported it is their sum.
@@ -97,9 +99,10 @@ class ModelCallParts:
     inconsistent: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SpanNode:
-    """The little a span needs for attribution. Times are absolute integer ns."""
+    """The little a span needs for attribution. Times are absolute integer ns. Read-only by
+    convention, not frozen, as :class:`ModelTiming` (one per span of every trace)."""
 
     span_id: str
     parent_id: str | None
@@ -196,7 +199,10 @@ def _unreported_parts(duration_ns: int, t: ModelTiming) -> ModelCallParts:
 
 
 def _complete(parts: Mapping[str, int]) -> dict[str, int]:
-    return {name: int(parts.get(name, 0)) for name in COMPONENTS}
+    """Every component, in display order, 0 where ``parts`` has none."""
+    complete = dict.fromkeys(COMPONENTS, 0)
+    complete.update(parts)
+    return complete
 
 
 def scale_parts(parts: Mapping[str, int], total: int) -> dict[str, int]:
@@ -338,11 +344,20 @@ class _Walk:
         if span.kind == KIND_MODEL:
             # A model call is a leaf: its inside (HTTP client spans, a server's span) is already
             # summarised in its parts, and only a slice of it may lie on the path.
+            parts, given = self.parts, 0
             for name, ns in scale_parts(self._model(span).parts, hi - lo).items():
-                self._give(span, name, ns)
+                if ns > 0:
+                    parts[name] = parts.get(name, 0) + ns
+                    given += ns
+            if given:
+                self.span_critical[span.span_id] = self.span_critical.get(span.span_id, 0) + given
             return
-        kids = sorted(self.children.get(span.span_id, []), key=lambda c: (c.end_ns, c.start_ns), reverse=True)
         own = _SELF_COMPONENT.get(span.kind, APP_OTHER)
+        kids = self.children.get(span.span_id)
+        if not kids:  # a leaf's slice is all its own: no frame
+            self._give(span, own, hi - lo)
+            return
+        kids = sorted(kids, key=_latest_end_first, reverse=True)
         frames.append(_Frame(span, lo, hi, own, iter(kids)))
 
     def busy_time(self, root: SpanNode) -> None:
@@ -354,8 +369,10 @@ class _Walk:
                 continue
             self._seen.add(span.span_id)
             if span.kind == KIND_MODEL:
+                busy = self.busy
                 for name, ns in scale_parts(self._model(span).parts, hi - lo).items():
-                    self.busy[name] = self.busy.get(name, 0) + ns
+                    if ns:
+                        busy[name] = busy.get(name, 0) + ns
                 self.span_self[span.span_id] = hi - lo
                 continue
             windows = []
@@ -368,6 +385,10 @@ class _Walk:
             self.span_self[span.span_id] = own
             component = _SELF_COMPONENT.get(span.kind, APP_OTHER)
             self.busy[component] = self.busy.get(component, 0) + own
+
+
+def _latest_end_first(span: SpanNode) -> tuple[int, int]:
+    return span.end_ns, span.start_ns
 
 
 def _union_length(windows: Iterable[tuple[int, int]]) -> int:

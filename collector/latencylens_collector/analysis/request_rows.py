@@ -49,7 +49,7 @@ from latencylens_collector.analysis.conventions import (
     usage_estimated,
 )
 from latencylens_collector.analysis.costs import CallUsage, Prices, request_cost
-from latencylens_collector.analysis.records import REQUEST_COLUMNS, STATUS_ERROR, SpanRow
+from latencylens_collector.analysis.records import NO_PARENT, REQUEST_COLUMNS, STATUS_ERROR, SpanRow
 
 SPAN_COUNT_BITS: Final = 22
 """High bits of a version: distinct spans seen (saturating at 4,194,303)."""
@@ -76,15 +76,23 @@ def span_hex(span_id: bytes) -> str:
 
 
 def span_node(row: SpanRow) -> SpanNode:
+    # Built for every span of every trace: SpanRow's properties and span_hex are inlined.
+    parent, start, kind = row.parent_span_id, row.start_ns, row.kind
     return SpanNode(
-        span_id=span_hex(row.span_id),
-        parent_id=span_hex(row.parent_span_id) if row.has_parent else None,
-        start_ns=row.start_ns,
-        end_ns=row.end_ns,
-        kind=row.kind,
-        timing=model_timing(row.attributes) if row.kind == KIND_MODEL else None,
+        span_id=row.span_id.hex(),
+        parent_id=parent.hex() if parent != NO_PARENT else None,
+        start_ns=start,
+        end_ns=start + row.duration_ns,
+        kind=kind,
+        timing=model_timing(row.attributes) if kind == KIND_MODEL else None,
     )
 
+
+_COMPONENT_COLUMNS: Final = tuple((name, f"{name}_ns", f"busy_{name}_ns") for name in COMPONENTS)
+"""Each component with its critical-path and busy columns."""
+_INPUT_KEYS: Final = TOKEN_KEYS["input_tokens"]
+_OUTPUT_KEYS: Final = TOKEN_KEYS["output_tokens"]
+_CACHE_READ_KEYS: Final = TOKEN_KEYS["cache_read_input_tokens"]
 
 TOO_LARGE_MARK: Final = "true"
 """Value of ``latencylens.trace.too_large`` on the spans a trace was admitted past its span cap."""
@@ -174,11 +182,13 @@ def _build(
     }
     if too_large:
         row["provenance"][TRACE_PROVENANCE] = TRACE_TOO_LARGE
-    for name in COMPONENTS:
-        row[f"{name}_ns"] = breakdown.parts[name]
-        row[f"busy_{name}_ns"] = breakdown.busy[name]
-    row.update(token_totals([model for model, _ in models]))
-    cost = request_cost([call_usage(model) for model, _ in models], root.start_ns, prices)
+    parts, busy = breakdown.parts, breakdown.busy
+    for name, column, busy_column in _COMPONENT_COLUMNS:
+        row[column] = parts[name]
+        row[busy_column] = busy[name]
+    usages = [call_usage(model) for model, _ in models]
+    row.update(token_totals(usages))
+    cost = request_cost(usages, root.start_ns, prices)
     row["cost_nano_usd"], row["price_version"] = cost.nano_usd, cost.price_version
     row.update(stream_metrics(primary_row, primary[1].timing if primary else None))
     if primary_row is not None and row["ttft_ns"] is not None:
@@ -282,28 +292,36 @@ def _primary_model(
     return max(models, key=lambda pair: (critical.get(pair[1].span_id, 0), pair[0].duration_ns))
 
 
-def token_totals(models: Sequence[SpanRow]) -> dict[str, Any]:
-    """Token counts summed over model calls. A count some call did not report is unknown (None),
-    never 0; ``tokens_estimated`` is 1 when a call's counts are an instrumentation's estimate."""
-    totals: dict[str, Any] = {}
-    for column, keys in TOKEN_KEYS.items():
-        counts = [first_int(row.attributes, *keys) for row in models]
-        known = [count for count in counts if count is not None]
-        totals[column] = sum(known) if len(known) == len(counts) else None
-    totals["tokens_estimated"] = int(any(usage_estimated(row.attributes) for row in models))
-    return totals
+def token_totals(usages: Sequence[CallUsage]) -> dict[str, Any]:
+    """Token counts summed over model calls (their :func:`call_usage`). A count some call did not
+    report is unknown (None), never 0; ``tokens_estimated`` is 1 when a call's counts are an
+    instrumentation's estimate."""
+    return {
+        "input_tokens": _total(usage.input_tokens for usage in usages),
+        "output_tokens": _total(usage.output_tokens for usage in usages),
+        "cache_read_input_tokens": _total(usage.cached_tokens for usage in usages),
+        "tokens_estimated": int(any(usage.estimated for usage in usages)),
+    }
+
+
+def _total(counts: Iterable[int | None]) -> int | None:
+    total = 0
+    for count in counts:
+        if count is None:
+            return None
+        total += count
+    return total
 
 
 def call_usage(model: SpanRow) -> CallUsage:
     """A model call's provider, model and reported token counts, for pricing."""
     attrs = model.attributes
-    counts = {column: first_int(attrs, *keys) for column, keys in TOKEN_KEYS.items()}
     return CallUsage(
         provider=provider_name(attrs),
         model=model_name(attrs),
-        input_tokens=counts["input_tokens"],
-        cached_tokens=counts["cache_read_input_tokens"],
-        output_tokens=counts["output_tokens"],
+        input_tokens=first_int(attrs, *_INPUT_KEYS),
+        cached_tokens=first_int(attrs, *_CACHE_READ_KEYS),
+        output_tokens=first_int(attrs, *_OUTPUT_KEYS),
         estimated=usage_estimated(attrs),
     )
 
@@ -325,7 +343,7 @@ def stream_metrics(primary: SpanRow | None, timing: ModelTiming | None = None) -
     attrs = primary.attributes
     timing = timing or model_timing(attrs)
     # An estimated count (OpenLIT's characters / 2) would make ITL and the rate up: use none.
-    output = 0 if usage_estimated(attrs) else first_int(attrs, *TOKEN_KEYS["output_tokens"]) or 0
+    output = 0 if usage_estimated(attrs) else first_int(attrs, *_OUTPUT_KEYS) or 0
     first, last = timing.first_content_ns, timing.last_chunk_ns
     metrics["ttft_ns"] = first
     streamed_ns = last - first if first is not None and last is not None and last >= first else None

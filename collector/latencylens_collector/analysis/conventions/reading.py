@@ -102,16 +102,18 @@ def canonical_attributes(attributes: Mapping[str, str], duration_ns: int) -> dic
     provider = first_text(attributes, *PROVIDER_KEYS)
     if provider and not attributes.get(semconv.GEN_AI_PROVIDER_NAME):
         result[semconv.GEN_AI_PROVIDER_NAME] = provider
-    own = _own_stream_record(attributes)
+    # Whether our SDK recorded the stream is asked only where it matters: it scans every key.
     first = first_chunk_ns(attributes)
-    if first is None and not own:
-        first = parse_int(attributes.get(FIRST_CONTENT_NS))
+    if first is None:
+        from_events = parse_int(attributes.get(FIRST_CONTENT_NS))
+        if from_events is not None and not _own_stream_record(attributes):
+            first = from_events
     if first is not None and semconv.STREAM_FIRST_CONTENT_NS not in attributes:
         result[semconv.STREAM_FIRST_CONTENT_NS] = str(first)
         last = parse_int(attributes.get(LAST_CHUNK_NS))
         if last is None or last < first:
             last = duration_ns
-        if not own and last >= first:
+        if last >= first and not _own_stream_record(attributes):
             result[semconv.STREAM_LAST_CHUNK_NS] = str(last)
     return result
 

@@ -3,6 +3,7 @@ reproduction as the input: two collectors over one real chdb store (convergence_
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import subprocess
@@ -171,9 +172,7 @@ def test_the_true_root_arriving_late_replaces_the_lost_root_row(shared_store: St
     trace = lost_root(random.Random(8), time.time_ns() - MINUTE, project)
     top = trace.spans[0]
     gateway = outer_root(random.Random(8), top.start_ns - 20_000_000, project).spans[-1]
-    gateway = gateway.__class__(
-        **{**gateway.__dict__, "trace_id": top.trace_id, "span_id": top.parent_span_id}
-    )
+    gateway = dataclasses.replace(gateway, trace_id=top.trace_id, span_id=top.parent_span_id)
     assert a.ingest(trace.spans) and b.reconcile() == 1
     assert b.ingest([gateway])  # the write path replaces the row at once
     [[row]] = stored_rows(shared_store, project).values()
