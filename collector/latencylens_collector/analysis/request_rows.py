@@ -40,13 +40,17 @@ from latencylens_collector.analysis.attribution import (
     find_root,
 )
 from latencylens_collector.analysis.conventions import (
-    TOKEN_KEYS,
     first_int,
     model_name,
     model_timing,
     provider_name,
     resolve_trace,
     usage_estimated,
+)
+from latencylens_collector.analysis.conventions.reading import (
+    CACHE_READ_TOKEN_KEYS,
+    INPUT_TOKEN_KEYS,
+    OUTPUT_TOKEN_KEYS,
 )
 from latencylens_collector.analysis.costs import CallUsage, Prices, request_cost
 from latencylens_collector.analysis.records import NO_PARENT, REQUEST_COLUMNS, STATUS_ERROR, SpanRow
@@ -90,9 +94,6 @@ def span_node(row: SpanRow) -> SpanNode:
 
 _COMPONENT_COLUMNS: Final = tuple((name, f"{name}_ns", f"busy_{name}_ns") for name in COMPONENTS)
 """Each component with its critical-path and busy columns."""
-_INPUT_KEYS: Final = TOKEN_KEYS["input_tokens"]
-_OUTPUT_KEYS: Final = TOKEN_KEYS["output_tokens"]
-_CACHE_READ_KEYS: Final = TOKEN_KEYS["cache_read_input_tokens"]
 
 TOO_LARGE_MARK: Final = "true"
 """Value of ``latencylens.trace.too_large`` on the spans a trace was admitted past its span cap."""
@@ -319,9 +320,9 @@ def call_usage(model: SpanRow) -> CallUsage:
     return CallUsage(
         provider=provider_name(attrs),
         model=model_name(attrs),
-        input_tokens=first_int(attrs, *_INPUT_KEYS),
-        cached_tokens=first_int(attrs, *_CACHE_READ_KEYS),
-        output_tokens=first_int(attrs, *_OUTPUT_KEYS),
+        input_tokens=first_int(attrs, *INPUT_TOKEN_KEYS),
+        cached_tokens=first_int(attrs, *CACHE_READ_TOKEN_KEYS),
+        output_tokens=first_int(attrs, *OUTPUT_TOKEN_KEYS),
         estimated=usage_estimated(attrs),
     )
 
@@ -343,7 +344,7 @@ def stream_metrics(primary: SpanRow | None, timing: ModelTiming | None = None) -
     attrs = primary.attributes
     timing = timing or model_timing(attrs)
     # An estimated count (OpenLIT's characters / 2) would make ITL and the rate up: use none.
-    output = 0 if usage_estimated(attrs) else first_int(attrs, *_OUTPUT_KEYS) or 0
+    output = 0 if usage_estimated(attrs) else first_int(attrs, *OUTPUT_TOKEN_KEYS) or 0
     first, last = timing.first_content_ns, timing.last_chunk_ns
     metrics["ttft_ns"] = first
     streamed_ns = last - first if first is not None and last is not None and last >= first else None
