@@ -57,7 +57,7 @@ _BODY_ROWS_POLL_S: Final = 0.01
 queue to see whether they are done (it inserts the next batch as soon as one comes)."""
 BODY_BATCH_MIN_BYTES: Final = 2 * 1024 * 1024
 """The engine path's batches are not cut below this (≈ 3,400 spans of the benchmark's exports, ≈ 620
-bytes a span): an INSERT costs ≈ 70 ms of planning before its first span, then ≈ 12 µs a span."""
+bytes a span): an INSERT costs ≈ 50 ms of planning before its first span, then ≈ 8 µs a span."""
 BODY_FILL_S: Final = 0.025
 """How long the oldest queued export waits for others while export bodies are queued, but fewer
 than :data:`BODY_BATCH_MIN_BYTES` of them: answered senders send again within milliseconds, and
@@ -69,7 +69,7 @@ _BODY_FILL: Final = (BODY_BATCH_MIN_BYTES, BODY_FILL_S)
 BODY_ROWS_HERE: Final = 1_000
 """On the engine path, rows built from at most this many spans are built in the writer: the
 worker's trip (pickling ≈ 4 µs a span, a few ms a call) pays when the build (≈ 28 µs a span)
-runs beside an INSERT (≥ 70 ms), not for a few spans (nor, for a collector that only sees those,
+runs beside an INSERT (≥ 50 ms), not for a few spans (nor, for a collector that only sees those,
 a worker process)."""
 
 
@@ -300,7 +300,7 @@ class Writer:
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
             return
         if sum(ticket.nbytes for ticket in tickets) < self.engine_min_bytes:
-            # An INSERT's planning (≈ 70 ms) and the verdicts and stamps queries cost more than
+            # An INSERT's planning (≈ 50 ms) and the verdicts and stamps queries cost more than
             # decoding these few bodies in Python saves: their receivers decode them.
             metrics.ENGINE_BODIES.labels(outcome="small_batch").inc(len(tickets))
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)

@@ -147,11 +147,15 @@ INSERT_SETTINGS: Final = {
     "deduplicate_blocks_in_dependent_materialized_views": 1,
     "short_circuit_function_evaluation": "disable",
     "query_plan_merge_expressions": 0,
+    "optimize_and_compare_chain": 0,
 }
 """Settings of the INSERT (and so of its views). Short-circuit evaluation is off: it filters the
 spans' nested columns again for each condition of ``plain``, which costs more (≈ a third of the
 views' CPU) than evaluating every branch. Merging the stages' expression steps into one is off:
-on these large expressions the merge costs each INSERT more planning (≈ 12 ms) than it saves."""
+on these large expressions the merge costs each INSERT more planning (≈ 12 ms) than it saves.
+Deriving comparisons from ``AND`` chains is off: it only adds conditions a filter could use, and
+there is no filter to push them into here, yet on ``plain``'s long chains it was half of the
+views' planning (≈ 45 ms of every INSERT, whatever its size)."""
 
 
 def schema(with_events: bool = False) -> str:
@@ -501,8 +505,9 @@ def _flat_select(database: str, with_events: bool = False) -> str:
     (the value texts, the attribute map) is computed once, where an alias is copied into every
     place that names it and analyzed again there (the value checks read the texts of the stage
     before rather than writing them again). Planning, not the rows, is most of a small INSERT's
-    cost: with the stages and :data:`INSERT_SETTINGS`, an INSERT's views take ≈ 72 ms before its
-    first span (≈ 115 ms in one stage), then ≈ 12 µs a span.
+    cost: with the stages and :data:`INSERT_SETTINGS`, an INSERT's views take ≈ 50 ms before its
+    first span (≈ 115 ms in one stage, ≈ 95 ms with ClickHouse's default AND-chain rewrite), then
+    ≈ 8 µs a span.
 
     ``with_events``: spans with events are stored too (:func:`_events_sql`), for ≈ 20 ms more
     planning per INSERT, hence a set of views of their own (:func:`statements`)."""
