@@ -186,6 +186,23 @@ def test_realistic_bodies_are_stored_by_the_engine_with_the_same_rows(paths: Two
     assert len(_requests(paths.engine, project)) == 3 * _payloads.TRACES_PER_BODY + 5
 
 
+def test_a_body_sent_twice_in_one_insert_is_read_once(paths: TwoPaths) -> None:
+    """A retried export landing in the same INSERT as its first copy: the engine's INSERT does not
+    collapse a block's duplicate keys as it writes (``optimize_on_insert = 0``), so both copies
+    are stored until a merge; every read of spans is ``FINAL``, so spans and request rows are
+    those of one copy, as on the Python path (which stores each body once per insert too)."""
+    body = protobuf_body(chat_trace(NOW - 7200 * 10**9))
+    project, stored = paths.ingest([body, body])
+    assert stored == [True, True]
+    assert paths.assert_equal(project) == 4  # chat_trace: request, retrieval, model, tool
+    copies = paths.engine.query(
+        f"SELECT count() AS n FROM {paths.engine.table('spans')} WHERE project = {{project:String}}",
+        {"project": project},
+    )
+    assert copies[0]["n"] in (4, 8)  # 8 until a merge collapses them
+    assert len(_requests(paths.engine, project)) == 1
+
+
 def test_content_is_dropped_and_counted_as_in_python(paths: TwoPaths) -> None:
     """A span with prompts and completions under several conventions' names: both paths drop
     them and keep the same count and size (latencylens.content.*)."""
