@@ -4,6 +4,8 @@ where their rows are built (:class:`ReadBack`): the spans it gets must be the on
 
 from __future__ import annotations
 
+import json
+
 from latencylens_collector.analysis.records import NO_PARENT, SpanRow
 from latencylens_collector.analysis.row_work import ReadBack, TraceToBuild
 from latencylens_collector.storage import trace_state
@@ -114,3 +116,15 @@ def test_only_traces_with_at_most_most_spans_distinct_spans_are_read_back(store:
     assert read(2) == set(ids)
     assert read(1) == {bytes([0xA2]) * 16}
     assert read(0) == set()
+
+
+def test_json_columns_write_numbers_and_valid_utf8_without_touching_the_session(store: Store) -> None:
+    """The read-back's output settings are the query's own (a ``SETTINGS`` clause): 64-bit
+    integers as numbers, invalid UTF-8 as U+FFFD, and the next query sees the defaults again."""
+    out = store.query_json_columns("SELECT toInt64(9223372036854775807) AS big, unhex('ff') AS bad")
+    assert json.loads(out) == [[9223372036854775807], ["\ufffd"]]
+    rows = store.query(
+        "SELECT name, changed FROM system.settings WHERE name IN "
+        "('output_format_json_quote_64bit_integers', 'output_format_json_validate_utf8')"
+    )
+    assert len(rows) == 2 and not any(row["changed"] for row in rows)
