@@ -300,7 +300,7 @@ class Writer:
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
             return
         if sum(ticket.nbytes for ticket in tickets) < self.engine_min_bytes:
-            # An INSERT's planning (≈ 50 ms) and the verdicts and stamps queries cost more than
+            # An INSERT's planning (≈ 50 ms) and the verdicts and read-back queries cost more than
             # decoding these few bodies in Python saves: their receivers decode them.
             metrics.ENGINE_BODIES.labels(outcome="small_batch").inc(len(tickets))
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
