@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-unit lint typecheck pytest bench clean system-tools
+.PHONY: run test test-unit lint typecheck pytest bench clean system-tools native
 
 run: $(RUN_STAMP)
+	$(NATIVE)
 	$(BIN)/latencylens demo
 
 test: $(TEST_STAMP) lint typecheck pytest
@@ -25,7 +26,16 @@ typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 pytest: $(TEST_STAMP) system-tools openlit-venv
+	$(NATIVE)
 	$(BIN)/pytest
+
+# The request-row modules compiled with mypyc (latencylens_collector/analysis/_compiled.py): rebuilt
+# when their sources changed, skipped with a note where no C compiler is; the collector then runs
+# the same modules in Python.
+NATIVE = $(BIN)/python -c "from latencylens_collector.analysis._compiled import build; print(build())"
+
+native: $(TEST_STAMP)
+	$(NATIVE)
 
 bench: $(TEST_STAMP)
 	$(BIN)/python -m bench
@@ -73,4 +83,5 @@ system-tools:
 	fi
 
 clean:
-	rm -rf $(VENV) $(OPENLIT_VENV) .latencylens .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(OPENLIT_VENV) .latencylens .pytest_cache .mypy_cache .ruff_cache \
+		collector/latencylens_collector/analysis/_native

@@ -23,7 +23,11 @@ from collections.abc import Mapping
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.analysis.conventions import (
+from latencylens_collector.analysis._compiled import use as _use_compiled
+
+_use_compiled(__path__, "conventions")  # before any module of this package is imported
+
+from latencylens_collector.analysis.conventions import (  # noqa: E402
     genai,
     logfire,
     openinference,
@@ -31,7 +35,7 @@ from latencylens_collector.analysis.conventions import (
     openllmetry,
     vllm,
 )
-from latencylens_collector.analysis.conventions.reading import (
+from latencylens_collector.analysis.conventions.reading import (  # noqa: E402
     TOKEN_KEYS,
     canonical_attributes,
     model_name,
@@ -40,8 +44,8 @@ from latencylens_collector.analysis.conventions.reading import (
     token_counts,
     usage_estimated,
 )
-from latencylens_collector.analysis.conventions.trace import KIND_MODEL_SERVER, resolve_trace
-from latencylens_collector.analysis.conventions.values import first_int, parse_int
+from latencylens_collector.analysis.conventions.trace import KIND_MODEL_SERVER, resolve_trace  # noqa: E402
+from latencylens_collector.analysis.conventions.values import first_int, parse_int  # noqa: E402
 
 KIND_OTHER: Final = "other"
 KNOWN_KINDS: Final = frozenset(

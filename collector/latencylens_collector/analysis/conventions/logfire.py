@@ -51,7 +51,7 @@ SPAN_TYPE_PENDING: Final = "pending_span"
 NOT_CALLS: Final = frozenset({SPAN_TYPE_LOG, SPAN_TYPE_PENDING})
 """Span types that record something about a call but are not one."""
 
-FIRST_CHUNK_SECONDS: Final = (GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,)
+FIRST_CHUNK_SECONDS: Final[tuple[str, ...]] = (GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,)
 
 _RAW_CACHED_TOKENS: Final = (
     ("prompt_tokens_details", "cached_tokens"),  # OpenAI chat completions

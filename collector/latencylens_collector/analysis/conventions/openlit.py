@@ -43,7 +43,7 @@ OPERATION_VECTORDB: Final = "vectordb"
 """``gen_ai.operation.name`` of OpenLIT's vector-database spans."""
 
 KIND_BY_OPERATION: Final[Mapping[str, str]] = {OPERATION_VECTORDB: semconv.KIND_RETRIEVAL}
-CACHE_READ_TOKENS: Final = (GEN_AI_USAGE_PROMPT_CACHED_TOKENS,)
+CACHE_READ_TOKENS: Final[tuple[str, ...]] = (GEN_AI_USAGE_PROMPT_CACHED_TOKENS,)
 USAGE_WITH_REAL_COUNTS: Final = (
     semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
