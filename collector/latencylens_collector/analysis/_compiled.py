@@ -23,6 +23,7 @@ import importlib.util
 import json
 import os
 import sys
+import sysconfig
 from collections.abc import MutableSequence
 from pathlib import Path
 from typing import Final
@@ -81,31 +82,31 @@ def _source(name: str) -> Path:
     return Path(spec.origin).parent / f"{module}.py"
 
 
-def built_hashes(native_dir: Path = NATIVE_DIR) -> dict[str, str] | None:
-    """The hashes the build was made from; None when there is no build (or no readable manifest)."""
-    try:
-        manifest = json.loads((native_dir / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    hashes = manifest.get("sources") if isinstance(manifest, dict) else None
-    return hashes if isinstance(hashes, dict) else None
-
-
-def usable(native_dir: Path = NATIVE_DIR) -> bool:
-    """Whether this process should run the build: one exists, was made from exactly the current
-    sources by this Python, and :data:`PURE_ENV` is not set."""
-    if os.environ.get(PURE_ENV, "").strip().lower() in ("1", "true", "yes"):
-        return False
+def matches(native_dir: Path = NATIVE_DIR) -> bool:
+    """Whether ``native_dir`` holds a whole build made by this interpreter from exactly the current
+    sources (every extension its manifest lists still there)."""
     try:
         manifest = json.loads((native_dir / MANIFEST).read_text())
     except (OSError, ValueError):
         return False
     if not isinstance(manifest, dict) or manifest.get("python") != _python_tag():
         return False
+    files = manifest.get("files")
+    if not isinstance(files, list) or not files:
+        return False
     try:
-        return manifest.get("sources") == source_hashes()
+        if manifest.get("sources") != source_hashes():
+            return False
     except OSError:
         return False
+    return all(isinstance(name, str) and (native_dir / name).is_file() for name in files)
+
+
+def usable(native_dir: Path = NATIVE_DIR) -> bool:
+    """Whether this process should run the build: it :func:`matches` and :data:`PURE_ENV` is not set."""
+    if os.environ.get(PURE_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return False
+    return matches(native_dir)
 
 
 _in_use = False
@@ -143,9 +144,9 @@ def build(native_dir: Path = NATIVE_DIR) -> str:
     import subprocess
     import tempfile
 
-    hashes = source_hashes()
-    if built_hashes(native_dir) == hashes and usable(native_dir):
+    if matches(native_dir):
         return "compiled request rows: up to date"
+    hashes = source_hashes()
     if shutil.which(os.environ.get("CC", "cc")) is None and shutil.which("gcc") is None:
         return "compiled request rows: no C compiler found, the collector runs them in Python"
     collector_dir = ANALYSIS_DIR.parents[1]
@@ -169,7 +170,8 @@ def build(native_dir: Path = NATIVE_DIR) -> str:
             target = staging / path.relative_to(work)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
-        manifest = {"python": _python_tag(), "sources": hashes}
+        files = sorted(str(path.relative_to(work)) for path in built)
+        manifest = {"python": _python_tag(), "sources": hashes, "files": files}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
         shutil.rmtree(native_dir, ignore_errors=True)
         staging.rename(native_dir)
@@ -177,5 +179,5 @@ def build(native_dir: Path = NATIVE_DIR) -> str:
 
 
 def _python_tag() -> str:
-    """The interpreter a build is for (its extensions load in no other)."""
-    return f"{sys.implementation.cache_tag}-{sys.platform}"
+    """The interpreter and platform a build is for (its extensions load in no other)."""
+    return str(sysconfig.get_config_var("EXT_SUFFIX"))

@@ -174,8 +174,15 @@ def test_compiled_and_python_modules_build_the_same_rows(corpus: str, tmp_path: 
 
 
 def _manifest(native_dir: Path, **changes: Any) -> None:
+    """A manifest as the build writes it, with ``changes``, and the one extension it lists."""
     native_dir.mkdir(parents=True, exist_ok=True)
-    manifest = {"python": _compiled._python_tag(), "sources": _compiled.source_hashes(), **changes}
+    (native_dir / "rows.so").write_bytes(b"")
+    manifest = {
+        "python": _compiled._python_tag(),
+        "sources": _compiled.source_hashes(),
+        "files": ["rows.so"],
+        **changes,
+    }
     (native_dir / _compiled.MANIFEST).write_text(json.dumps(manifest))
 
 
@@ -189,8 +196,10 @@ def test_a_build_is_used_only_when_made_from_the_current_sources(
     stale = dict(_compiled.source_hashes(), attribution="0" * 64)  # attribution.py edited since
     _manifest(tmp_path / "stale", sources=stale)
     assert not _compiled.usable(tmp_path / "stale")
-    _manifest(tmp_path / "other", python="cpython-39-linux")  # built for another interpreter
+    _manifest(tmp_path / "other", python=".cpython-39-aarch64-linux-gnu.so")  # another interpreter
     assert not _compiled.usable(tmp_path / "other")
+    _manifest(tmp_path / "partial", files=["rows.so", "gone.so"])  # an extension deleted since
+    assert not _compiled.usable(tmp_path / "partial")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / _compiled.MANIFEST).write_text("{not json")
     assert not _compiled.usable(tmp_path / "broken")
