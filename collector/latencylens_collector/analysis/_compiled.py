@@ -160,7 +160,8 @@ def build(native_dir: Path = NATIVE_DIR) -> str:
         command = [sys.executable, "-m", "mypyc", "--config-file", str(config), *sources]
         env = {**os.environ, "MYPYPATH": str(collector_dir)}
         result = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
-        built = [path for path in work.rglob("*.so") if "build" not in path.relative_to(work).parts]
+        suffix = _python_tag()  # the extension suffix: .cpython-311-x86_64-linux-gnu.so, .cp311-win_amd64.pyd
+        built = [path for path in work.rglob(f"*{suffix}") if "build" not in path.relative_to(work).parts]
         if result.returncode != 0 or not built:
             tail = " | ".join((result.stdout + result.stderr).strip().splitlines()[-3:])
             return f"compiled request rows: the build failed, the collector runs them in Python: {tail}"
