@@ -109,7 +109,6 @@ def usable(native_dir: Path = NATIVE_DIR) -> bool:
     return matches(native_dir)
 
 
-_in_use = False
 _usable: bool | None = None
 """Whether this process runs the build, decided once (both packages' ``__init__`` ask)."""
 
@@ -118,7 +117,7 @@ def use(package_path: MutableSequence[str], subpackage: str = "") -> None:
     """Put the build's folder for this package ahead of its sources in ``package_path`` (the
     package's ``__path__``) when the build matches them. Called by the analysis package's and the
     conventions package's ``__init__``, before either imports a compiled module."""
-    global _in_use, _usable
+    global _usable
     if _usable is None:
         _usable = usable()
     if not _usable:
@@ -129,12 +128,11 @@ def use(package_path: MutableSequence[str], subpackage: str = "") -> None:
         sys.path.append(root)  # mypyc's shared library is a top-level module of the build
     if str(folder) not in package_path:
         package_path.insert(0, str(folder))
-    _in_use = True
 
 
 def in_use() -> bool:
     """Whether this process's request rows are built by the compiled modules."""
-    return _in_use
+    return bool(_usable)
 
 
 def build(native_dir: Path = NATIVE_DIR) -> str:
