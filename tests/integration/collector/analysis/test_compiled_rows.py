@@ -205,3 +205,14 @@ def test_a_build_is_used_only_when_made_from_the_current_sources(
     assert not _compiled.usable(tmp_path / "broken")
     monkeypatch.setenv(_compiled.PURE_ENV, "1")
     assert not _compiled.usable(tmp_path / "current")
+
+
+def test_without_a_c_compiler_the_build_says_so_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no cc, no gcc
+    monkeypatch.setenv("CC", "cc")
+    said = _compiled.build(tmp_path / "native")
+    assert "no C compiler found" in said and "Python" in said
+    assert not (tmp_path / "native").exists()
+    assert not _compiled.usable(tmp_path / "native")
