@@ -1,16 +1,18 @@
 """The single writer thread: batches from the queue into ClickHouse, or into the spool.
 
-One thread does every insert (the embedded engine takes one statement at a time). Each flush is
-one spans insert plus one read-back and one requests insert (:meth:`Ingestor.ingest`); the rows of
-a large insert are built by :mod:`~latencylens_collector.pipeline.row_builder` while the writer
-goes on (rows of one trace written in any order keep the most complete, by their versions). On the
-engine path a batch's rows are built in the worker process while the writer inserts the next
-batch, and written after that INSERT (:meth:`Writer._finish_body_rows`). Receivers are
-answered only after the rows are written or after the batch is fsync'ed in the spool. Each batch is
-one project's turn (:meth:`BoundedQueue.take`), so another project's export never waits inside a
-large batch, only for the one insert being written. While ClickHouse is unreachable, flushes go
-straight to the spool and the oldest spooled batch is retried with exponential back-off; a batch is
-replayed one file per loop, so new exports keep flowing while a large spool drains.
+One thread does every insert (one at a time keeps batches large; queries and the reconciler run
+beside it, each statement on an engine handle of its own:
+:data:`~latencylens_collector.storage.store.ENGINE_HANDLES`). Each flush is one spans insert plus
+one read-back and one requests insert (:meth:`Ingestor.ingest`); the rows of a large insert are
+built by :mod:`~latencylens_collector.pipeline.row_builder` while the writer goes on (rows of one
+trace written in any order keep the most complete, by their versions). On the engine path a
+batch's rows are built in the worker process while the writer inserts the next batch, and written
+after that INSERT (:meth:`Writer._finish_body_rows`). Receivers are answered only after the rows
+are written or after the batch is fsync'ed in the spool. Each batch is one project's turn
+(:meth:`BoundedQueue.take`), so another project's export never waits inside a large batch, only
+for the one insert being written. While ClickHouse is unreachable, flushes go straight to the
+spool and the oldest spooled batch is retried with exponential back-off; a batch is replayed one
+file per loop, so new exports keep flowing while a large spool drains.
 
 A spooled batch ClickHouse refuses is triaged (:mod:`~latencylens_collector.pipeline.refusals`):
 refusals that say "not now" (read-only, too many parts, unreachable) pause writes with the same

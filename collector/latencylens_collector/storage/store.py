@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,9 +38,17 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-# chdb runs one engine per process and is not thread-safe: every client call goes through this.
 _CHDB_LOCK = threading.RLock()
+"""Held while this process claims a chdb directory and opens an engine handle on it."""
+ENGINE_HANDLES: Final = 4
+"""Most chdb connection handles one store keeps open. chdb (4.x) runs one engine per process with
+any number of handles on it; each handle runs one statement at a time, and statements on different
+handles run in parallel (their parameters and settings are their own). So the writer's INSERT no
+longer waits for a dashboard's query, nor the reverse; beyond a few, more handles only share the
+same cores."""
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VIEW_SETS: Final = (False, True)
+"""The engine path's two sets of landing views, by ``with_events``."""
 
 
 RETRY_AFTER_SECONDS: Final = 5
@@ -132,9 +140,11 @@ class Store:
         self.settings = settings
         self.database = settings.database
         self._client = client
-        self._lock: contextlib.AbstractContextManager[Any] = (
-            _CHDB_LOCK if is_chdb(settings.clickhouse_dsn) else contextlib.nullcontext()
-        )
+        embedded = client is None and is_chdb(settings.clickhouse_dsn)
+        self._handles = _Handles(self._open, ENGINE_HANDLES) if embedded else None
+        """The embedded engine's handles, lent one per statement; None: every statement goes
+        through :attr:`client` (a server's HTTP client, or a client given by the caller)."""
+        self._views_lock = threading.Lock()
         self._migrated = False
         self._otlp_settings: dict[bool, dict[str, object]] | None = None
         """The OTLP bodies' INSERT settings, set once the landing views exist."""
@@ -148,14 +158,15 @@ class Store:
 
     @property
     def client(self) -> Client:
+        """The store's first client (embedded: one of its handles)."""
         if self._client is None:
-            self._client = self._open()
+            self._client = self._open() if self._handles is None else self._handles.first()
         return self._client
 
     def _open(self) -> Client:
         dsn = self.settings.clickhouse_dsn
         try:
-            with self._lock:
+            with _CHDB_LOCK:
                 if is_chdb(dsn):
                     _claim_directory(chdb_path(dsn))
                     return clickhouse_connect.get_client(dsn=dsn)
@@ -165,10 +176,12 @@ class Store:
 
     @contextlib.contextmanager
     def _guard(self, what: str) -> Iterator[Client]:
-        client = self.client
         try:
-            with self._lock:
-                yield client
+            if self._handles is None:
+                yield self.client
+            else:
+                with self._handles.lend() as client:
+                    yield client
         except OperationalError as exc:
             raise StorageUnavailable(f"ClickHouse unreachable while {what}: {exc}") from exc
         except (ClickHouseError, OSError) as exc:
@@ -307,10 +320,13 @@ class Store:
         """Create the engine path's landing tables and views once per store (retried on the next
         call when it failed); returns the INSERT settings of each set (by ``with_events``)."""
         if self._otlp_settings is None:
-            with self._guard("creating the OTLP landing views") as client:
-                for statement in otlp_sql.statements(self.database, self.settings.clickhouse_cluster):
-                    client.command(statement)
-            self._otlp_settings = {events: self._otlp_insert_settings(events) for events in (False, True)}
+            with self._views_lock, self._guard("creating the OTLP landing views") as client:
+                if self._otlp_settings is None:
+                    for statement in otlp_sql.statements(self.database, self.settings.clickhouse_cluster):
+                        client.command(statement)
+                    self._otlp_settings = {
+                        with_events: self._otlp_insert_settings(with_events) for with_events in _VIEW_SETS
+                    }
         return self._otlp_settings
 
     def _otlp_insert_settings(self, with_events: bool) -> dict[str, object]:
@@ -338,15 +354,64 @@ class Store:
         with self._guard("inserting into requests") as client:
             client.insert_arrow(self.table("requests"), table)
 
+    @property
+    def engine_handles(self) -> int:
+        """Embedded engine handles this store has open (at most :data:`ENGINE_HANDLES`)."""
+        return 0 if self._handles is None else self._handles.opened
+
     def close(self) -> None:
         if self._client is not None and not is_chdb(self.settings.clickhouse_dsn):
-            # chdb clients share one process-wide engine; closing one would close it for all.
             with contextlib.suppress(Exception):
                 self._client.close()
+        # An embedded handle is only let go: its engine is the process's, which other stores
+        # may use; clickhouse-connect closes the handle once nothing refers to it.
         self._client = None
+        if self._handles is not None:
+            self._handles = _Handles(self._open, ENGINE_HANDLES)
+
+
+class _Handles:
+    """Embedded engine handles, opened as statements come at once (at most ``most``), each lent
+    to one statement at a time: a statement waits only when all of them are busy."""
+
+    def __init__(self, open_handle: Callable[[], Client], most: int) -> None:
+        self._open = open_handle
+        self._free: list[Client] = []
+        self._opened: list[Client] = []
+        self._room = threading.BoundedSemaphore(most)
+        self._lock = threading.Lock()
+
+    @property
+    def opened(self) -> int:
+        with self._lock:
+            return len(self._opened)
+
+    def first(self) -> Client:
+        """The first handle (opened now if none is): for callers that want a client of their own."""
+        with self._lock:
+            if self._opened:
+                return self._opened[0]
+        with self.lend() as client:
+            return client
+
+    @contextlib.contextmanager
+    def lend(self) -> Iterator[Client]:
+        with self._room:
+            with self._lock:
+                client = self._free.pop() if self._free else None
+            if client is None:
+                client = self._open()
+                with self._lock:
+                    self._opened.append(client)
+            try:
+                yield client
+            finally:
+                with self._lock:
+                    self._free.append(client)
 
 
 __all__ = [
+    "ENGINE_HANDLES",
     "LOCK_FILE",
     "RETRY_AFTER_SECONDS",
     "DirectoryInUse",
