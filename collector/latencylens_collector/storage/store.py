@@ -170,7 +170,12 @@ class Store:
                 if is_chdb(dsn):
                     _claim_directory(chdb_path(dsn))
                     return clickhouse_connect.get_client(dsn=dsn)
-                return clickhouse_connect.get_client(dsn=dsn, connect_timeout=3, send_receive_timeout=30)
+                # No session: the writer, queries and the reconciler share this client from their
+                # threads, and a server refuses a second statement in a session still running one
+                # (SESSION_IS_LOCKED). Nothing here keeps state in a session.
+                return clickhouse_connect.get_client(
+                    dsn=dsn, connect_timeout=3, send_receive_timeout=30, autogenerate_session_id=False
+                )
         except (ClickHouseError, OSError) as exc:
             raise StorageUnavailable(f"cannot reach ClickHouse at {redact_dsn(dsn)}: {exc}") from exc
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from otlp_builders import chat_trace, export_request, recent_base_ns
 
@@ -28,4 +29,17 @@ def test_store_on_a_server(clickhouse_server_url: str) -> None:
         assert detail is not None and detail.span_count == 4
     finally:
         store.command(f"DROP DATABASE IF EXISTS {database}")
+        store.close()
+
+
+def test_statements_from_many_threads_at_once_on_a_server(clickhouse_server_url: str) -> None:
+    """The writer, queries and the reconciler share the store's one client from their threads: the
+    client must not pin one server session, which takes one statement at a time."""
+    store = Store.connect(Settings(clickhouse_dsn=clickhouse_server_url, environ={}))
+    statement = "SELECT sleepEachRow(0.2) FROM numbers(2) SETTINGS max_block_size = 1"
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda _: store.query(statement), range(8)))
+        assert len(answers) == 8
+    finally:
         store.close()
