@@ -12,8 +12,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.storage.store import ENGINE_HANDLES, Store
+from latencylens_collector.storage.store import ENGINE_HANDLES, StorageError, Store
 
 LONG_STATEMENT = "SELECT sleepEachRow(1) FROM numbers(2) SETTINGS max_block_size = 1"
 """About 2 s inside the engine (one second a row, one row a block)."""
@@ -90,3 +92,16 @@ def test_no_more_handles_than_the_limit_however_many_threads_wait(store: Store) 
         answers = list(pool.map(lambda _: store.query(statement), range(2 * ENGINE_HANDLES)))
     assert len(answers) == 2 * ENGINE_HANDLES
     assert store.engine_handles == ENGINE_HANDLES
+
+
+def test_a_failing_statement_gives_its_handle_back(store: Store) -> None:
+    """A statement ClickHouse refuses raises StorageError, and its handle goes back: more failures
+    than handles, then statements on every handle at once, all answered."""
+    for _ in range(2 * ENGINE_HANDLES):
+        with pytest.raises(StorageError, match="ClickHouse failed while querying"):
+            store.query("SELECT no_such_column FROM system.one")
+    statement = "SELECT sleepEachRow(0.1) FROM numbers(1) SETTINGS max_block_size = 1"
+    with ThreadPoolExecutor(ENGINE_HANDLES) as pool:
+        answers = list(pool.map(lambda _: store.query(statement), range(ENGINE_HANDLES)))
+    assert len(answers) == ENGINE_HANDLES
+    assert store.engine_handles <= ENGINE_HANDLES
