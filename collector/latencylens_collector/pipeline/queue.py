@@ -206,6 +206,12 @@ class BoundedQueue:
         """What the spans waiting for the writer weigh (:func:`rows_bytes`)."""
         return self._bytes
 
+    @property
+    def exports(self) -> int:
+        """Exports (tickets) waiting for the writer."""
+        with self._cond:
+            return sum(map(len, self._queues.values()))
+
     def held(self, project: str) -> tuple[int, int]:
         """Spans and bytes ``project`` has waiting."""
         return self._held.get(project, (0, 0))

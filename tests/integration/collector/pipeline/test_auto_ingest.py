@@ -136,23 +136,32 @@ def test_a_lone_export_is_decoded_in_python_at_once(start_collector) -> None:
 
 
 def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(start_collector) -> None:
-    """Twelve exports of 500 traces (≈ 480 kB each, 5.8 MB in all) posted at once to an auto
-    collector: once nine are in flight, 9 × 480 kB / 2 ≥ 2 MiB, so the engine takes the later
-    ones. Whichever went to the engine and whichever were decoded in Python, every span is stored
-    once and every request row equals the row a Python-path collector writes for them."""
-    auto, python = start_collector(ingest_path="auto"), start_collector(ingest_path="python")
-    exports = [chat_body(500) for _ in range(12)]
+    """Sixteen exports of 500 traces (≈ 482 kB each, 7.7 MB in all) posted at once over HTTP to an
+    auto collector while the test holds its writer (an export "being decoded"): none is answered,
+    so the k-th one admitted sees at least k in flight, and from the ninth on 9 × 482 kB / 2 ≥ 2 MiB:
+    at least 8 go to the engine. The writer is let go once all 16 are queued: ≥ 8 × 482 kB = 3.9 MB
+    of bodies wait, enough to store with an INSERT rather than send back. Whichever went to the
+    engine and whichever were decoded in Python, every span is stored once and every request row
+    equals the row a Python-path collector writes for the same exports."""
+    auto = start_collector(ingest_path="auto", flush_interval_ms=600_000)
+    python = start_collector(ingest_path="python")
+    pipeline: Pipeline = auto.service.app.state.pipeline
+    exports = [chat_body(500) for _ in range(16)]
+    assert 9 * len(exports[0]) // 2 >= BODY_BATCH_MIN_BYTES > 8 * len(exports[0]) // 2
     before = engine_bodies()
-    for running in (auto, python):
-        with ThreadPoolExecutor(max_workers=len(exports)) as pool:
-            assert list(pool.map(lambda data, url=running.url: _post(url, data), exports)) == [200] * 12
+    with ThreadPoolExecutor(max_workers=len(exports)) as pool:
+        with pipeline.decoding():
+            answers = [pool.submit(_post, auto.url, data) for data in exports]
+            wait_until(lambda: pipeline.queue.exports == 16, 60, "all 16 exports to be queued")
+        assert [answer.result(timeout=120) for answer in answers] == [200] * 16
+        assert list(pool.map(lambda data: _post(python.url, data), exports)) == [200] * 16
     handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in ENGINE_OUTCOMES}
-    assert sum(handed.values()) <= 12  # each export at most once (at once in Python: not counted)
-    assert handed["stored"] >= 1  # 10 or 11 in trial runs: the first ones came with few in flight
+    assert 8 <= sum(handed.values()) <= 16  # each export at most once (at once in Python: not counted)
+    assert handed["stored"] >= 1
     assert handed["failed"] == handed["refused"] == 0
     for running in (auto, python):
         counts = span_counts(running.store)
-        assert counts["final"] == counts["distinct_keys"] == 12 * 500 * 4
+        assert counts["final"] == counts["distinct_keys"] == 16 * 500 * 4
     rows = {  # every column but when the row was computed and its version (insert stamps)
         name: running.store.query(
             f"SELECT * EXCEPT (computed_at, version) FROM {running.store.table('requests')} FINAL "
@@ -160,7 +169,7 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
         )
         for name, running in (("auto", auto), ("python", python))
     }
-    assert len(rows["python"]) == 12 * 500
+    assert len(rows["python"]) == 16 * 500
     assert rows["auto"] == rows["python"]
 
 

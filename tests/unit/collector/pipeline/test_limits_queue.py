@@ -140,14 +140,16 @@ def test_the_writer_takes_projects_in_turn() -> None:
     flood = [queue.put(rows(10, project="flood")) for _ in range(6)]
     quiet = queue.put(rows(10, project="quiet"))
     take = lambda: queue.take(40, linger_s=0, idle_timeout_s=0)  # noqa: E731
+    assert queue.exports == 7
     assert take() == [flood[0]]  # a quarter of 40 while "quiet" waits; 10 + 10 > 10: no rider
     assert take() == [quiet]
+    assert queue.exports == 5
     assert take() == [flood[1]]  # "quiet" sent an export just now: still a quarter
     clock.now += ACTIVE_S + 1
     assert take() == flood[2:6]  # alone now: the whole batch bound
     late = queue.put(rows(10, project="late"))
     assert take() == [late]
-    assert queue.depth == 0
+    assert queue.depth == 0 and queue.exports == 0
 
 
 def resolve_all(batch: list[Ticket], outcome: Outcome = Outcome.STORED) -> None:
