@@ -23,7 +23,7 @@ from otlp_builders import (
     span,
     to_otlp_json,
 )
-from pipeline_helpers import grpc_target, metric
+from pipeline_helpers import grpc_target, metric, wait_until
 
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
@@ -103,16 +103,22 @@ def test_grpc_can_be_disabled(start_collector) -> None:
 
 
 def test_concurrent_exports_share_inserts(start_collector) -> None:
-    """20 exports sent together within one flush interval become a handful of inserts, not 20."""
-    running = start_collector(flush_interval_ms=300)
+    """20 exports that wait for the writer together go in one insert, not 20. The test holds the
+    writer (an export "being decoded": it lingers for those, up to the flush interval) until all
+    20 are queued, so how fast the senders' threads start does not matter."""
+    running = start_collector(flush_interval_ms=600_000)
+    pipeline = running.service.app.state.pipeline
     inserts_before = metric("latencylens_batch_spans_count")
     traces = [chat_trace(recent_base_ns()) for _ in range(20)]
     with ThreadPoolExecutor(max_workers=20) as pool:
-        statuses = list(pool.map(lambda spans: post_protobuf(running.url, spans).status_code, traces))
-    assert statuses == [200] * 20
-    inserts = metric("latencylens_batch_spans_count") - inserts_before
-    # 20 POSTs arriving within ~300 ms: at most a few flushes (thread start-up can straddle one).
-    assert 1 <= inserts <= 5, inserts
+        with pipeline.decoding():
+            answers = [
+                pool.submit(lambda spans: post_protobuf(running.url, spans).status_code, t) for t in traces
+            ]
+            wait_until(lambda: pipeline.queue.exports == 20, 60, "all 20 exports to be queued")
+            assert not any(answer.done() for answer in answers)  # none is answered before it is stored
+        assert [answer.result(timeout=60) for answer in answers] == [200] * 20
+    assert metric("latencylens_batch_spans_count") - inserts_before == 1
     assert sum(stored(running, spans) for spans in traces) == 80
 
 
