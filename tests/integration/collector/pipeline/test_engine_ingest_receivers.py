@@ -146,24 +146,23 @@ def test_each_key_stores_under_its_project(start_collector, tmp_path) -> None:
 
 
 def test_concurrent_bodies_share_inserts_and_a_resent_body_is_stored_once(start_collector) -> None:
-    """20 exports at once become a few INSERTs of bodies (group commit); a body sent twice
-    collapses to one row per span."""
-    running = start_collector(ingest_path="engine", flush_interval_ms=300)
+    """20 exports that wait for the writer together become one INSERT of bodies (group commit;
+    the test holds the writer until all 20 are queued, so the senders' timing does not matter);
+    a body sent twice collapses to one row per span."""
+    running = start_collector(ingest_path="engine", flush_interval_ms=600_000)
+    pipeline = running.service.app.state.pipeline
     inserts = metric("latencylens_batch_spans_count")
     traces = [chat_trace(recent_base_ns()) for _ in range(20)]
+
+    def send(spans: list) -> int:
+        return _post(f"{running.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF).status_code
+
     with ThreadPoolExecutor(max_workers=20) as pool:
-        statuses = list(
-            pool.map(
-                lambda spans: (
-                    _post(
-                        f"{running.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF
-                    ).status_code
-                ),
-                traces,
-            )
-        )
-    assert statuses == [200] * 20
-    assert 1 <= metric("latencylens_batch_spans_count") - inserts <= 5
+        with pipeline.decoding():
+            answers = [pool.submit(send, spans) for spans in traces]
+            wait_until(lambda: pipeline.queue.exports == 20, 60, "all 20 exports to be queued")
+        assert [answer.result(timeout=60) for answer in answers] == [200] * 20
+    assert metric("latencylens_batch_spans_count") - inserts == 1
     again = _post(f"{running.url}/v1/traces", content=protobuf_body(traces[0]), headers=PROTOBUF)
     assert again.status_code == 200
     counts = span_counts(running.store)
