@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
 from typing import Any
 
 import httpx
@@ -13,6 +14,7 @@ from otlp_builders import chat_trace, protobuf_body, recent_base_ns
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.intake.otlp import Limits
+from latencylens_collector.pipeline import Pipeline
 from latencylens_collector.storage.otlp_sql import BodyLimits
 from latencylens_collector.storage.store import Store
 
@@ -103,6 +105,22 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float = 20.0, what: str 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def sent_while_the_writer_waits(
+    pool: Executor, pipeline: Pipeline, send: Callable[[Any], Any], exports: Sequence[Any]
+) -> list[Future[Any]]:
+    """``send`` each export from ``pool`` while the writer is held (an export "being decoded":
+    the writer lingers for it, up to the flush interval, so start the collector with a long one),
+    and let the writer go once all of them are queued: whatever the senders' timing, they reach
+    the writer together. None may be answered before that (an answer means stored)."""
+    with pipeline.decoding():
+        answers = [pool.submit(send, data) for data in exports]
+        wait_until(
+            lambda: pipeline.queue.exports == len(exports), 60, f"all {len(exports)} exports to be queued"
+        )
+        assert not any(answer.done() for answer in answers)  # none is answered before it is stored
+    return answers
 
 
 def stored_spans_by_project(store: Store) -> dict[str, int]:

@@ -21,6 +21,7 @@ from pipeline_helpers import (
     chat_body,
     engine_bodies,
     grpc_target,
+    sent_while_the_writer_waits,
     span_counts,
     wait_until,
 )
@@ -150,9 +151,7 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
     assert 9 * len(exports[0]) // 2 >= BODY_BATCH_MIN_BYTES > 8 * len(exports[0]) // 2
     before = engine_bodies()
     with ThreadPoolExecutor(max_workers=len(exports)) as pool:
-        with pipeline.decoding():
-            answers = [pool.submit(_post, auto.url, data) for data in exports]
-            wait_until(lambda: pipeline.queue.exports == 16, 60, "all 16 exports to be queued")
+        answers = sent_while_the_writer_waits(pool, pipeline, lambda data: _post(auto.url, data), exports)
         assert [answer.result(timeout=120) for answer in answers] == [200] * 16
         assert list(pool.map(lambda data: _post(python.url, data), exports)) == [200] * 16
     handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in ENGINE_OUTCOMES}

@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.sdk.trace.export import SpanExportResult
 from otlp_builders import MS, chat_trace, export_request, new_span_id, protobuf_body, recent_base_ns, span
-from pipeline_helpers import grpc_target, metric, span_counts, wait_until
+from pipeline_helpers import grpc_target, metric, sent_while_the_writer_waits, span_counts, wait_until
 
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
@@ -158,9 +158,7 @@ def test_concurrent_bodies_share_inserts_and_a_resent_body_is_stored_once(start_
         return _post(f"{running.url}/v1/traces", content=protobuf_body(spans), headers=PROTOBUF).status_code
 
     with ThreadPoolExecutor(max_workers=20) as pool:
-        with pipeline.decoding():
-            answers = [pool.submit(send, spans) for spans in traces]
-            wait_until(lambda: pipeline.queue.exports == 20, 60, "all 20 exports to be queued")
+        answers = sent_while_the_writer_waits(pool, pipeline, send, traces)
         assert [answer.result(timeout=60) for answer in answers] == [200] * 20
     assert metric("latencylens_batch_spans_count") - inserts == 1
     again = _post(f"{running.url}/v1/traces", content=protobuf_body(traces[0]), headers=PROTOBUF)

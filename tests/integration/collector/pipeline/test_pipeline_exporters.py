@@ -23,7 +23,7 @@ from otlp_builders import (
     span,
     to_otlp_json,
 )
-from pipeline_helpers import grpc_target, metric, wait_until
+from pipeline_helpers import grpc_target, metric, sent_while_the_writer_waits
 
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
@@ -111,12 +111,8 @@ def test_concurrent_exports_share_inserts(start_collector) -> None:
     inserts_before = metric("latencylens_batch_spans_count")
     traces = [chat_trace(recent_base_ns()) for _ in range(20)]
     with ThreadPoolExecutor(max_workers=20) as pool:
-        with pipeline.decoding():
-            answers = [
-                pool.submit(lambda spans: post_protobuf(running.url, spans).status_code, t) for t in traces
-            ]
-            wait_until(lambda: pipeline.queue.exports == 20, 60, "all 20 exports to be queued")
-            assert not any(answer.done() for answer in answers)  # none is answered before it is stored
+        send = lambda spans: post_protobuf(running.url, spans).status_code  # noqa: E731
+        answers = sent_while_the_writer_waits(pool, pipeline, send, traces)
         assert [answer.result(timeout=60) for answer in answers] == [200] * 20
     assert metric("latencylens_batch_spans_count") - inserts_before == 1
     assert sum(stored(running, spans) for spans in traces) == 80
