@@ -111,9 +111,10 @@ def sent_while_the_writer_waits(
     pool: Executor, pipeline: Pipeline, send: Callable[[Any], Any], exports: Sequence[Any]
 ) -> list[Future[Any]]:
     """``send`` each export from ``pool`` while the writer is held (an export "being decoded":
-    the writer lingers for it, up to the flush interval, so start the collector with a long one),
-    and let the writer go once all of them are queued: whatever the senders' timing, they reach
-    the writer together. None may be answered before that (an answer means stored)."""
+    the writer lingers for it, up to the flush interval, unless a whole batch is queued; so start
+    the collector with a long interval and batch limits that hold every export), and let the
+    writer go once all of them are queued: whatever the senders' timing, they reach the writer
+    together. None may be answered before that (an answer means stored)."""
     with pipeline.decoding():
         answers = [pool.submit(send, data) for data in exports]
         wait_until(

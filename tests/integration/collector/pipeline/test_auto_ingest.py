@@ -33,6 +33,7 @@ from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES
 from latencylens_collector.storage.store import Store
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
+MIB = 1024 * 1024
 
 
 def verdict_rows(store: Store) -> int:
@@ -141,10 +142,14 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
     auto collector while the test holds its writer (an export "being decoded"): none is answered,
     so the k-th one admitted sees at least k in flight, and from the ninth on 9 × 482 kB / 2 ≥ 2 MiB:
     at least 8 go to the engine. The writer is let go once all 16 are queued: ≥ 8 × 482 kB = 3.9 MB
-    of bodies wait, enough to store with an INSERT rather than send back. Whichever went to the
-    engine and whichever were decoded in Python, every span is stored once and every request row
-    equals the row a Python-path collector writes for the same exports."""
-    auto = start_collector(ingest_path="auto", flush_interval_ms=600_000)
+    of bodies wait, enough to store with an INSERT rather than send back. The writer's batch can
+    hold all 16 (32,000 spans), else it would not wait for them: the default 10,000 spans are five
+    exports decoded in Python, which a slow machine reaches. Whichever went to the engine and
+    whichever were decoded in Python, every span is stored once and every request row equals the
+    row a Python-path collector writes for the same exports."""
+    auto = start_collector(
+        ingest_path="auto", flush_interval_ms=600_000, max_batch_spans=100_000, max_batch_bytes=128 * MIB
+    )
     python = start_collector(ingest_path="python")
     pipeline: Pipeline = auto.service.app.state.pipeline
     exports = [chat_body(500) for _ in range(16)]
