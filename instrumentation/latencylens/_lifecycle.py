@@ -38,6 +38,7 @@ from latencylens._attributes import set_result_attributes
 from latencylens._body import is_http_response, json_body, meter
 from latencylens._callctx import CallRecord, call_context, flags
 from latencylens._guard import internal_error, mark_failed
+from latencylens._spanstart import plain_attributes, quiet_start, store_static
 from latencylens._stream import AsyncSpanStream, SpanStream
 from latencylens._version import __version__
 from latencylens.providers._base import ProviderAdapter
@@ -58,7 +59,7 @@ class CallShape:
     for model calls; for other spans only when the function is a generator function).
     """
 
-    __slots__ = ("adapter", "attributes", "kind", "model", "name", "streams")
+    __slots__ = ("adapter", "attributes", "kind", "model", "name", "plain", "streams")
 
     def __init__(
         self,
@@ -76,13 +77,20 @@ class CallShape:
         self.adapter = adapter
         self.model = model
         self.streams = model or streams
+        self.plain = plain_attributes(attributes)
+        """Whether cleaning would leave the attributes as they are (see ``_spanstart``)."""
 
     def start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Span | None, int]:
         """Start this call's span, or return ``(None, 0)`` to run the call untraced."""
         start = _time_ns()  # start_span, inlined: this runs on every decorated call
-        return (getattr(_tracer, "_real_tracer", None) or _tracer).start_span(
-            self.name, kind=self.kind, attributes=self.attributes, start_time=start
-        ), start
+        tracer = getattr(_tracer, "_real_tracer", None) or _tracer
+        if self.plain and quiet_start(tracer):  # nothing sees the attributes before they are stored
+            span = tracer.start_span(self.name, kind=self.kind, start_time=start)
+            if not store_static(span, self.attributes):
+                span.set_attributes(self.attributes)
+            return span, start
+        span = tracer.start_span(self.name, kind=self.kind, attributes=self.attributes, start_time=start)
+        return span, start
 
 
 def start_span(name: str, kind: SpanKind, attributes: dict[str, Any]) -> tuple[Span, int]:
