@@ -28,7 +28,7 @@ from opentelemetry.trace import Span, SpanKind
 
 from latencylens import _httpx, semconv
 from latencylens._callctx import current_call
-from latencylens._lifecycle import CallShape, call, call_async, model_attributes, start_span
+from latencylens._lifecycle import CallShape, call, coroutine_function, model_attributes, start_span
 from latencylens.providers import get_adapter
 from latencylens.providers._base import ProviderAdapter
 
@@ -226,12 +226,7 @@ def _wrap_method(original: Callable[..., Any], shape: CallShape) -> Callable[...
     """A method that runs ``original`` as a traced call; same result, same exceptions. It stays a
     coroutine function when ``original`` is one."""
     if inspect.iscoroutinefunction(original):
-
-        @functools.wraps(original)
-        async def async_method(*args: Any, **kwargs: Any) -> Any:
-            return await call_async(shape, original, args, kwargs)
-
-        return async_method
+        return functools.wraps(original)(coroutine_function(shape, original))
 
     @functools.wraps(original)
     def method(*args: Any, **kwargs: Any) -> Any:

@@ -17,12 +17,11 @@ from operator import sub
 from types import TracebackType
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from latencylens._attributes import set_result_attributes
-from latencylens._callctx import CallRecord, call_context
+from latencylens._callctx import CallRecord, attach, call_context, detach
 from latencylens._guard import internal_error, mark_failed
 from latencylens.providers._base import StreamState
 from latencylens.semconv import (
@@ -55,7 +54,7 @@ from latencylens.streamstats import inter_token_latency_ns, output_tokens_per_se
 
 _OWN_PREFIX = "_ll_"
 _time_ns = time.time_ns  # bound once: read per chunk
-_attach, _detach = otel_context.attach, otel_context.detach  # bound once: called per chunk
+_attach, _detach = attach, detach  # bound once: called per chunk
 
 
 class _StreamProxy:

@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind
 
 from latencylens import semconv
 from latencylens._guard import internal_error, internal_errors
-from latencylens._lifecycle import CallShape, call, call_async
+from latencylens._lifecycle import CallShape, call, coroutine_function
 from latencylens.providers import get_adapter
 from latencylens.providers._base import ProviderAdapter
 
@@ -114,12 +114,7 @@ def _instrument(
     shape = CallShape(span_name, kind, attributes, adapter, model=model, streams=generator)
 
     if inspect.iscoroutinefunction(func):
-
-        @functools.wraps(func)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            return await call_async(shape, func, args, kwargs)
-
-        return cast(F, async_wrapper)
+        return cast(F, functools.wraps(func)(coroutine_function(shape, func)))
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -160,3 +160,38 @@ def test_context_managers_that_are_not_stream_helpers_are_returned_as_is(spans: 
     session = Session()
     assert latencylens.model_call(provider="openai", model="m")(lambda: session)() is session
     assert len(spans()) == 1  # ended at once: an arbitrary context manager is not a stream
+
+
+def test_attach_and_detach_are_opentelemetrys_on_its_default_context() -> None:
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+
+    from latencylens import _callctx
+
+    # the default runtime context: the calls go to its ContextVar, with no layer of ours in between
+    assert _callctx.attach == otel_context._RUNTIME_CONTEXT._current_context.set  # type: ignore[attr-defined]
+    span = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
+    before = otel_context.get_current()
+    token = _callctx.attach(trace.set_span_in_context(span))
+    assert trace.get_current_span() is span  # what the API reads
+    _callctx.detach(token)
+    assert otel_context.get_current() is before
+
+
+def test_a_token_from_another_context_is_logged_not_raised_as_by_the_api(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import contextvars
+
+    from opentelemetry import context as otel_context
+
+    from latencylens import _callctx
+
+    elsewhere = contextvars.copy_context().run(_callctx.attach, otel_context.set_value("k", 1))
+    with caplog.at_level("ERROR", logger="opentelemetry.context"):
+        _callctx.detach(elsewhere)  # ContextVar.reset raises ValueError here; the caller never sees it
+        ours = [record.getMessage() for record in caplog.records]
+        caplog.clear()
+        otel_context.detach(elsewhere)
+        api = [record.getMessage() for record in caplog.records]
+    assert ours == api == ["Failed to detach context"]
