@@ -53,6 +53,8 @@ from latencylens.semconv import (
 from latencylens.streamstats import inter_token_latency_ns, output_tokens_per_second, sorted_gap_stats
 
 _OWN_PREFIX = "_ll_"
+_END: Any = object()
+"""What ``next`` and ``anext`` give at a stream's end in the loop generators (never a chunk)."""
 _time_ns = time.time_ns  # bound once: read per chunk
 _attach, _detach = attach, detach  # bound once: called per chunk
 
@@ -236,7 +238,7 @@ class SpanStream(_StreamProxy):
         return self._ll_chunks_of()
 
     def _ll_chunks_of(self) -> Iterator[Any]:
-        step = self._ll_it.__next__
+        it = self._ll_it
         ctx = self._ll_ctx
         measure = self._ll_measure
         state = self._ll_state
@@ -244,16 +246,15 @@ class SpanStream(_StreamProxy):
         while True:
             token = _attach(ctx)
             try:
-                chunk = step()
-            except StopIteration:
-                _detach(token)
-                self._ll_finish(True, None)
-                return
+                chunk = next(it, _END)  # the end is a value, not a StopIteration raised and caught
             except BaseException as exc:
                 _detach(token)
                 self._ll_finish(False, exc)
                 raise
             _detach(token)
+            if chunk is _END:
+                self._ll_finish(True, None)
+                return
             if measure:
                 now = _time_ns()
                 self._ll_chunks += 1
@@ -343,7 +344,7 @@ class AsyncSpanStream(_StreamProxy):
         return self._ll_chunks_of()
 
     async def _ll_chunks_of(self) -> AsyncIterator[Any]:
-        step = self._ll_it.__anext__
+        it = self._ll_it
         ctx = self._ll_ctx
         measure = self._ll_measure
         state = self._ll_state
@@ -351,16 +352,15 @@ class AsyncSpanStream(_StreamProxy):
         while True:
             token = _attach(ctx)
             try:
-                chunk = await step()
-            except StopAsyncIteration:
-                _detach(token)
-                self._ll_finish(True, None)
-                return
+                chunk = await anext(it, _END)  # the end is a value, as in the sync loop
             except BaseException as exc:
                 _detach(token)
                 self._ll_finish(False, exc)
                 raise
             _detach(token)
+            if chunk is _END:
+                self._ll_finish(True, None)
+                return
             if measure:
                 now = _time_ns()
                 self._ll_chunks += 1
