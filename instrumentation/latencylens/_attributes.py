@@ -7,6 +7,7 @@ adapters from a closed set of types, so on the SDK's own span, when no limit cou
 string length limit, room for them all), they are stored directly in the form cleaning would give
 them. Anything else takes ``set_attributes``, with its limits, warnings and dropped counts: another
 SDK's span or a subclass, a length limit, a full span, a value of another type, an ended span.
+Values an adapter checked as it built them (``CheckedAttributes``) are not looked at again.
 Tests pin that both ways store the same attributes.
 """
 
@@ -16,6 +17,8 @@ from typing import Any, Final
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.trace import Span
+
+from latencylens.providers._base import CheckedAttributes
 
 _SDK_MODULE: Final = "opentelemetry.sdk.trace"
 _SDK_SPANS: Final = frozenset({"Span", "_Span"})
@@ -48,7 +51,17 @@ def set_result_attributes(span: Span, attributes: dict[str, Any], own: dict[str,
 def _store_directly(span: Any, attributes: dict[str, Any], own: dict[str, Any] = _NONE) -> bool:
     """Store ``attributes`` as cleaning would leave them (lists made tuples, in place); False, with
     nothing stored, when that could differ from ``set_attributes`` or the SDK's internals are not
-    what this expects."""
+    what this expects. An adapter's :class:`CheckedAttributes` are not looked at one by one."""
+    if type(attributes) is CheckedAttributes:
+        for key in attributes.lists:
+            attributes[key] = tuple(attributes[key])
+    elif not _as_cleaned(attributes):
+        return False
+    return _store(span, attributes, own)
+
+
+def _as_cleaned(attributes: dict[str, Any]) -> bool:
+    """Make lists tuples, in place, and say whether cleaning would leave every value as it is."""
     for key, value in attributes.items():
         kind = type(value)
         if type(key) is not str or not key:
@@ -65,6 +78,11 @@ def _store_directly(span: Any, attributes: dict[str, Any], own: dict[str, Any] =
                 return False
         if kind is list:
             attributes[key] = tuple(value)  # a new value for a key already there: allowed mid-loop
+    return True
+
+
+def _store(span: Any, attributes: dict[str, Any], own: dict[str, Any]) -> bool:
+    """Store values already as cleaning leaves them; False where the span could treat them otherwise."""
     try:
         bounded = span._attributes
         if type(bounded) is not BoundedAttributes or bounded.max_value_len is not None or bounded._immutable:

@@ -42,6 +42,17 @@ from latencylens.semconv import (
 _DERIVED_NONE: frozenset[str] = frozenset()
 
 
+class CheckedAttributes(dict[str, Any]):
+    """Span attributes an adapter built only from values whose types it checked itself: under
+    non-empty string keys, each value exactly a ``str``, ``int``, ``float`` or ``bool``, except the
+    keys named in ``lists``, whose values are non-empty lists of exact ``str``. Storing them on a span
+    then needs no look at each value (``_attributes``); it compares equal to the same plain dict."""
+
+    __slots__ = ("lists",)
+
+    lists: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class Usage:
     """Token counts and provider-reported server time for one model call.

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from latencylens.providers._base import Usage, field_of, fields_of, mapping_types, note, seconds_to_ns
+from latencylens.providers._base import (
+    CheckedAttributes,
+    Usage,
+    field_of,
+    fields_of,
+    mapping_types,
+    note,
+    seconds_to_ns,
+)
 from latencylens.providers._chat import (
     META_FIELDS,
     TOKEN_FIELDS,
@@ -59,6 +67,8 @@ _TIMING_FIELDS = ("queue_time", "prompt_time", "completion_time", "total_time")
 _USAGE_FIELDS = TOKEN_FIELDS + _TIMING_FIELDS
 _HOLDER_FIELDS = ("x_groq", "usage")
 _RESPONSE_FIELDS = META_FIELDS + _HOLDER_FIELDS
+_LISTS = (GEN_AI_RESPONSE_FINISH_REASONS, PROVIDER_FIELDS_REPORTED)
+_REPORTED_ONLY = (PROVIDER_FIELDS_REPORTED,)
 _ALL_REPORTED = {prefix: tokens[:2] + timings for prefix, (tokens, timings) in _PATHS.items()}
 """Fields reported by a complete reply without token details, in the order ``extract`` notes them."""
 
@@ -104,6 +114,10 @@ def _usual_attributes(
     ):
         return None
     queue_ns = round(queue * 1e9)
+    checked = (model is None or type(model) is str) and (response_id is None or type(response_id) is str)
+    for reason in reasons:
+        if type(reason) is not str:
+            checked = False
     attributes: dict[str, Any] = {
         GEN_AI_USAGE_INPUT_TOKENS: prompt_tokens,
         GEN_AI_USAGE_OUTPUT_TOKENS: completion_tokens,
@@ -123,7 +137,12 @@ def _usual_attributes(
     if reasons:
         attributes[GEN_AI_RESPONSE_FINISH_REASONS] = reasons
     attributes[PROVIDER_FIELDS_REPORTED] = list(_ALL_REPORTED[prefix])
-    return attributes
+    if not checked:
+        return attributes
+    # every value is now of a type checked above (ints, ns from round(), our strings, lists of str)
+    clean = CheckedAttributes(attributes)
+    clean.lists = _LISTS if reasons else _REPORTED_ONLY
+    return clean
 
 
 class GroqAdapter(ChatCompletionsAdapter):

@@ -20,7 +20,7 @@ from groq.types.chat import ChatCompletionChunk as GroqChatCompletionChunk
 
 from latencylens import semconv
 from latencylens.providers import get_adapter
-from latencylens.providers._base import field_of, fields_of
+from latencylens.providers._base import CheckedAttributes, field_of, fields_of
 from latencylens.providers._chat import has_content
 from latencylens.providers.groq import GroqAdapter
 
@@ -98,13 +98,61 @@ def _shapes(reply: dict[str, Any]) -> Iterator[Any]:
             pass
 
 
+def _holds_its_claim(attributes: dict[str, Any]) -> bool:
+    """Whether ``attributes``, if the adapter marked them :class:`CheckedAttributes`, are what the
+    mark promises (so they may be stored without a look at each value); True for a plain dict."""
+    if type(attributes) is not CheckedAttributes:
+        return True
+    for key, value in attributes.items():
+        if type(key) is not str or not key:
+            return False
+        if key in attributes.lists:
+            if type(value) is not list or not value or any(type(item) is not str for item in value):
+                return False
+        elif type(value) not in (str, int, float, bool):
+            return False
+    return all(key in attributes for key in attributes.lists)
+
+
 @pytest.mark.parametrize("change", CHANGES)
 def test_fast_groq_response_attributes_equal_extract(change: str) -> None:
     adapter = GroqAdapter()
     for response in _shapes(_variant(change)):
         for headers in (None, {}, {"x-request-id": "req_1", "openai-processing-ms": "120"}):
             expected = adapter.extract(response, headers).to_attributes()
-            assert adapter.response_attributes(response, headers) == expected, (change, type(response))
+            attributes = adapter.response_attributes(response, headers)
+            assert attributes == expected, (change, type(response))
+            assert _holds_its_claim(attributes), (change, type(response))
+
+
+class _Name(str):
+    """A ``str`` subclass, as an SDK could hand back for a model name: not a checked value."""
+
+
+def test_fast_groq_attributes_are_marked_checked_only_when_every_value_was_checked() -> None:
+    adapter = GroqAdapter()
+    # the usual reply, as the SDK's object and as a dict: checked, finish reasons and fields listed
+    for response in (GroqChatCompletion.model_validate(REPLY), copy.deepcopy(REPLY)):
+        attributes = adapter.response_attributes(response)
+        assert type(attributes) is CheckedAttributes
+        assert attributes.lists == (
+            semconv.GEN_AI_RESPONSE_FINISH_REASONS,
+            semconv.PROVIDER_FIELDS_REPORTED,
+        )
+    odd = copy.deepcopy(REPLY)
+    odd["model"] = _Name("llama-3.3-70b-versatile")
+    attributes = adapter.response_attributes(odd)
+    assert type(attributes) is dict  # the same attributes, stored after a look at each value
+    assert attributes == adapter.extract(odd).to_attributes()
+    # a stream whose chunks name the model with such a string: its usage is read the fast way, but
+    # not marked checked
+    state = adapter.new_stream_state()
+    for chunk in _stream_variant("none"):
+        chunk["model"] = _Name(chunk["model"])
+        state.record_chunk(chunk)
+    attributes = state.usage_attributes()
+    assert type(attributes) is dict
+    assert attributes == state.usage().to_attributes()
 
 
 # USAGE worked by hand: queue 0.041905864 s = 41_905_864 ns; prompt 0.003940145 s = 3_940_145 ns;
@@ -267,6 +315,7 @@ def test_fast_groq_stream_attributes_equal_usage(change: str) -> None:
             state.record_chunk(chunk)
         expected = state.usage().to_attributes()
         assert state.usage_attributes() == expected, (change, type(chunks[0]))
+        assert _holds_its_claim(state.usage_attributes()), (change, type(chunks[0]))
         assert state.usage_attributes() is not state.usage_attributes()  # a fresh dict each time
         seen += 1
     assert seen >= (1 if change == "no id" else 2)  # dicts and SDK objects (no SDK takes a chunk without id)

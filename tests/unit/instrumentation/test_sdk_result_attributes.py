@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
 
 from latencylens._attributes import _store_directly, set_result_attributes
+from latencylens.providers._base import CheckedAttributes
 
 # What a Groq reply gives (``GroqAdapter.response_attributes``), plus a float, a bool and a key the
 # span already has from its start (set again: it moves to the end, as in the SDK).
@@ -53,6 +54,16 @@ def test_stored_directly_as_set_attributes_stores_them() -> None:
     assert ours.attributes["gen_ai.response.finish_reasons"] == ("stop", "length")
     assert type(ours.attributes["gen_ai.response.finish_reasons"]) is tuple
     assert list(ours.attributes)[-1] == "gen_ai.operation.name"  # set again: moved to the end
+
+
+def test_checked_attributes_are_stored_as_set_attributes_stores_them() -> None:
+    ours, sdk = _pair()
+    checked = CheckedAttributes(RESULT)
+    checked.lists = ("gen_ai.response.finish_reasons", "latencylens.provider.fields_reported")
+    assert _store_directly(ours, checked)
+    sdk.set_attributes(RESULT)
+    assert _stored(ours) == _stored(sdk)
+    assert type(ours.attributes["latencylens.provider.fields_reported"]) is tuple  # not the list given
 
 
 def test_the_decorator_path_stores_the_same_on_an_sdk_span() -> None:
