@@ -4,15 +4,15 @@ A proxy owns the span of the call that produced the stream and ends it exactly o
 is exhausted (completed), raises (error recorded, the same exception re-raised), is closed or left by
 ``with`` early, or is garbage-collected unfinished (both: not completed). Everything else
 (``.response``, ``.close()`` of the SDK object, ...) is forwarded to the wrapped stream. The per-chunk
-paths (``__next__``, ``__anext__``, and the generator a ``for`` loop over a sync proxy runs) keep
-their bookkeeping inlined: a method call per chunk is measurable (``bench decorators``).
+paths (``__next__``, ``__anext__``, and the generators a ``for`` or ``async for`` loop over a proxy
+runs) keep their bookkeeping inlined: a method call per chunk is measurable (``bench decorators``).
 """
 
 from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from operator import sub
 from types import TracebackType
 from typing import Any
@@ -54,7 +54,7 @@ from latencylens.streamstats import inter_token_latency_ns, output_tokens_per_se
 
 _OWN_PREFIX = "_ll_"
 _END: Any = object()
-"""What ``next`` gives at a stream's end in the sync loop's generator (never a chunk)."""
+"""What ``next`` and ``anext`` give at a stream's end in the loop generators (never a chunk)."""
 _time_ns = time.time_ns  # bound once: read per chunk
 _attach, _detach = attach, detach  # bound once: called per chunk
 
@@ -126,7 +126,7 @@ class _StreamProxy:
 
         Per chunk: one clock read, the adapter's content check, and for content chunks one
         appended timestamp. All summarising waits for the end of the stream. ``__next__``,
-        ``__anext__`` and the sync loop generator carry an inlined copy of this body (a method call per
+        ``__anext__`` and the loop generators carry an inlined copy of this body (a method call per
         chunk is measurable).
         """
         now = _time_ns()
@@ -336,12 +336,43 @@ class AsyncSpanStream(_StreamProxy):
     def _ll_open(inner: Any) -> Any:
         return inner.__aiter__()
 
-    def __aiter__(self) -> AsyncSpanStream:
-        """The proxy itself: ``async for`` awaits ``__anext__`` once per chunk. Not an async
-        generator, unlike the sync loop: asyncio registers every async generator when it first runs
-        and unregisters it when it is collected, two calls of Python per stream, which cost a short
-        stream more than a coroutine per chunk costs a long one (``bench decorators``)."""
-        return self
+    def __aiter__(self) -> AsyncIterator[Any]:
+        """An async generator over the same chunks, with the same bookkeeping as ``__anext__``:
+        ``async for`` then resumes one frame per chunk instead of creating a coroutine per chunk.
+        Leaving the loop early leaves the span to ``aclose``, ``async with`` or garbage collection,
+        as for ``__anext__``."""
+        return self._ll_chunks_of()
+
+    async def _ll_chunks_of(self) -> AsyncIterator[Any]:
+        it = self._ll_it
+        ctx = self._ll_ctx
+        measure = self._ll_measure
+        state = self._ll_state
+        times = self._ll_times
+        while True:
+            token = _attach(ctx)
+            try:
+                chunk = await anext(it, _END)  # the end is a value, as in the sync loop
+            except BaseException as exc:
+                _detach(token)
+                self._ll_finish(False, exc)
+                raise
+            _detach(token)
+            if chunk is _END:
+                self._ll_finish(True, None)
+                return
+            if measure:
+                now = _time_ns()
+                self._ll_chunks += 1
+                self._ll_last = now
+                if state is not None:
+                    try:
+                        if state.record_chunk(chunk):
+                            times.append(now)
+                    except Exception:
+                        self._ll_errors += 1
+                        internal_error("stream record_chunk")
+            yield chunk
 
     async def __anext__(self) -> Any:
         token = _attach(self._ll_ctx)
