@@ -54,7 +54,7 @@ from latencylens.streamstats import inter_token_latency_ns, output_tokens_per_se
 
 _OWN_PREFIX = "_ll_"
 _END: Any = object()
-"""What ``next`` and ``anext`` give at a stream's end in the loop generators (never a chunk)."""
+"""What ``next`` gives at a stream's end in the sync loop's generator (never a chunk)."""
 _time_ns = time.time_ns  # bound once: read per chunk
 _attach, _detach = attach, detach  # bound once: called per chunk
 
@@ -344,7 +344,7 @@ class AsyncSpanStream(_StreamProxy):
         return self._ll_chunks_of()
 
     async def _ll_chunks_of(self) -> AsyncIterator[Any]:
-        it = self._ll_it
+        step = self._ll_it.__anext__  # not anext(it, default): its wrapper per chunk costs more
         ctx = self._ll_ctx
         measure = self._ll_measure
         state = self._ll_state
@@ -352,15 +352,16 @@ class AsyncSpanStream(_StreamProxy):
         while True:
             token = _attach(ctx)
             try:
-                chunk = await anext(it, _END)  # the end is a value, as in the sync loop
+                chunk = await step()
+            except StopAsyncIteration:
+                _detach(token)
+                self._ll_finish(True, None)
+                return
             except BaseException as exc:
                 _detach(token)
                 self._ll_finish(False, exc)
                 raise
             _detach(token)
-            if chunk is _END:
-                self._ll_finish(True, None)
-                return
             if measure:
                 now = _time_ns()
                 self._ll_chunks += 1
