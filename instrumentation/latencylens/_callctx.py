@@ -42,23 +42,24 @@ def _runtime_context_var() -> ContextVar[Context] | None:
     return var if isinstance(var, ContextVar) else None
 
 
-def _detacher(var: ContextVar[Context]) -> Callable[[Token[Context]], None]:
-    reset = var.reset
-
-    def detach(token: Token[Context]) -> None:
-        """``opentelemetry.context.detach``: a token that cannot be reset here (one made in another
-        context) is logged, as there, never raised into the caller."""
-        try:
-            reset(token)
-        except Exception:
-            _logger.exception("Failed to detach context")
-
-    return detach
-
-
 _var = _runtime_context_var()
 attach: Callable[[Context], Token[Context]] = otel_context.attach if _var is None else _var.set
-detach: Callable[[Token[Context]], None] = otel_context.detach if _var is None else _detacher(_var)
+reset: Callable[[Token[Context]], None] = otel_context.detach if _var is None else _var.reset
+"""Undo an :func:`attach`; raises where ``ContextVar.reset`` does (a token from another context):
+per-chunk loops call it in a ``try`` of their own, everything else calls :func:`detach`."""
+
+
+def detach(token: Token[Context]) -> None:
+    """``opentelemetry.context.detach``: a token that cannot be reset here (one made in another
+    context) is logged, as there, never raised into the caller."""
+    try:
+        reset(token)
+    except Exception:
+        detach_failed()
+
+
+def detach_failed() -> None:
+    _logger.exception("Failed to detach context")
 
 
 class _Flags:

@@ -21,7 +21,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from latencylens._attributes import set_result_attributes
-from latencylens._callctx import CallRecord, attach, call_context, detach
+from latencylens._callctx import CallRecord, attach, call_context, detach, detach_failed, reset
 from latencylens._guard import internal_error, mark_failed
 from latencylens.providers._base import StreamState
 from latencylens.semconv import (
@@ -56,7 +56,7 @@ _OWN_PREFIX = "_ll_"
 _END: Any = object()
 """What ``next`` gives at a stream's end in the sync loop's generator (never a chunk)."""
 _time_ns = time.time_ns  # bound once: read per chunk
-_attach, _detach = attach, detach  # bound once: called per chunk
+_attach, _detach, _reset = attach, detach, reset  # bound once: called per chunk
 
 
 class _StreamProxy:
@@ -251,7 +251,10 @@ class SpanStream(_StreamProxy):
                 _detach(token)
                 self._ll_finish(False, exc)
                 raise
-            _detach(token)
+            try:
+                _reset(token)  # detach, inlined: it runs per chunk
+            except Exception:
+                detach_failed()
             if chunk is _END:
                 self._ll_finish(True, None)
                 return
@@ -361,7 +364,10 @@ class AsyncSpanStream(_StreamProxy):
                 _detach(token)
                 self._ll_finish(False, exc)
                 raise
-            _detach(token)
+            try:
+                _reset(token)  # detach, inlined: it runs per chunk
+            except Exception:
+                detach_failed()
             if measure:
                 now = _time_ns()
                 self._ll_chunks += 1

@@ -169,7 +169,9 @@ def test_attach_and_detach_are_opentelemetrys_on_its_default_context() -> None:
     from latencylens import _callctx
 
     # the default runtime context: the calls go to its ContextVar, with no layer of ours in between
-    assert _callctx.attach == otel_context._RUNTIME_CONTEXT._current_context.set  # type: ignore[attr-defined]
+    var = otel_context._RUNTIME_CONTEXT._current_context  # type: ignore[attr-defined]
+    assert _callctx.attach == var.set
+    assert _callctx.reset == var.reset
     span = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
     before = otel_context.get_current()
     token = _callctx.attach(trace.set_span_in_context(span))
