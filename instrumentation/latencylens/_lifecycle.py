@@ -37,7 +37,7 @@ from latencylens._attributes import set_result_attributes
 from latencylens._body import is_http_response, json_body, meter
 from latencylens._callctx import CallRecord, attach, call_context, detach, flags
 from latencylens._guard import internal_error, mark_failed
-from latencylens._spanstart import plain_attributes, quiet_start, store_static
+from latencylens._spanstart import plain_attributes, start_on
 from latencylens._stream import AsyncSpanStream, SpanStream
 from latencylens._version import __version__
 from latencylens.providers._base import ProviderAdapter
@@ -83,20 +83,14 @@ class CallShape:
         """Start this call's span, or return ``(None, 0)`` to run the call untraced."""
         start = _time_ns()  # start_span, inlined: this runs on every decorated call
         tracer = getattr(_tracer, "_real_tracer", None) or _tracer
-        if self.plain and quiet_start(tracer):  # nothing sees the attributes before they are stored
-            span = tracer.start_span(self.name, kind=self.kind, start_time=start)
-            if not store_static(span, self.attributes):
-                span.set_attributes(self.attributes)
-            return span, start
-        span = tracer.start_span(self.name, kind=self.kind, attributes=self.attributes, start_time=start)
-        return span, start
+        return start_on(tracer, self.name, self.kind, self.attributes, self.plain, start), start
 
 
 def start_span(name: str, kind: SpanKind, attributes: dict[str, Any]) -> tuple[Span, int]:
     """Start a span with an explicit start time, so stream offsets share its clock."""
     start = _time_ns()
     tracer = getattr(_tracer, "_real_tracer", None) or _tracer
-    return tracer.start_span(name, kind=kind, attributes=attributes, start_time=start), start
+    return start_on(tracer, name, kind, attributes, plain_attributes(attributes), start), start
 
 
 def model_attributes(

@@ -200,3 +200,31 @@ def test_store_static_leaves_a_span_that_already_has_attributes_to_the_sdk() -> 
     assert not store_static(span, {"second": "y"})
     assert dict(span.attributes or {}) == {"first": "x"}
     span.end()
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"gen_ai.provider.name": "openai", "server.address": "127.0.0.1", "server.port": 8080},
+        {"gen_ai.provider.name": "openai", "tags": ["a", "b"]},  # a list: cleaned by the SDK
+    ],
+    ids=["plain", "with a list"],
+)
+def test_an_sdk_patch_or_http_route_span_is_the_same_on_either_path(
+    attributes: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The span an instrument_*() patch or an HTTP hook route starts per call, from attributes
+    # built for that call (checked then, not when decorating).
+    started = []
+    for quiet in (True, False):
+        provider, exporter = _provider(quiet=quiet)
+        monkeypatch.setattr(_lifecycle, "_tracer", provider.get_tracer("latencylens"))
+        span, _ = _lifecycle.start_span("chat gpt-4.1", SpanKind.CLIENT, dict(attributes))
+        span.end()
+        (finished,) = exporter.get_finished_spans()
+        started.append(list((finished.attributes or {}).items()))
+    assert started[0] == started[1]
+    # worked by hand: the given attributes in their order, a list stored as the SDK stores it
+    assert started[0] == [
+        (key, tuple(value) if type(value) is list else value) for key, value in attributes.items()
+    ]
