@@ -22,7 +22,8 @@ from latencylens.providers._base import CheckedAttributes
 
 _SDK_MODULE: Final = "opentelemetry.sdk.trace"
 _SDK_SPANS: Final = frozenset({"Span", "_Span"})
-_SCALARS: Final = frozenset({str, int, float, bool})
+SCALARS: Final = frozenset({str, int, float, bool})
+"""The value types cleaning leaves as they are."""
 _TYPE_CACHE_LIMIT: Final = 64
 _NONE: Final[dict[str, Any]] = {}
 _direct: dict[type, bool] = {}
@@ -66,12 +67,12 @@ def _as_cleaned(attributes: dict[str, Any]) -> bool:
         kind = type(value)
         if type(key) is not str or not key:
             return False
-        if kind in _SCALARS:
+        if kind in SCALARS:
             continue
         if (kind is not list and kind is not tuple) or not value:
             return False
         first = type(value[0])  # one type throughout: older SDKs drop mixed sequences
-        if first not in _SCALARS:
+        if first not in SCALARS:
             return False
         for item in value:
             if type(item) is not first:
@@ -81,11 +82,21 @@ def _as_cleaned(attributes: dict[str, Any]) -> bool:
     return True
 
 
+def unlimited_attributes(span: Any) -> BoundedAttributes | None:
+    """The SDK span's attribute store when values as cleaning leaves them may go straight in (no
+    length limit, not frozen); None for anything else."""
+    bounded = getattr(span, "_attributes", None)
+    if type(bounded) is not BoundedAttributes or bounded.max_value_len is not None or bounded._immutable:
+        return None
+    return bounded
+
+
 def _store(span: Any, attributes: dict[str, Any], own: dict[str, Any]) -> bool:
-    """Store values already as cleaning leaves them; False where the span could treat them otherwise."""
+    """Store values already as cleaning leaves them; False, with nothing stored, where the span
+    could treat them otherwise (its limits, an ended span, internals not as expected)."""
     try:
-        bounded = span._attributes
-        if type(bounded) is not BoundedAttributes or bounded.max_value_len is not None or bounded._immutable:
+        bounded = unlimited_attributes(span)
+        if bounded is None:
             return False
         with span._lock:
             if span._end_time is not None:

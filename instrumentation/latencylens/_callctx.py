@@ -59,6 +59,7 @@ def detach(token: Token[Context]) -> None:
 
 
 def detach_failed() -> None:
+    """Log a token :func:`reset` refused, with the message the OpenTelemetry API logs."""
     _logger.exception("Failed to detach context")
 
 

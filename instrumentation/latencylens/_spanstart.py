@@ -17,10 +17,10 @@ from __future__ import annotations
 import sys
 from typing import Any, Final
 
-from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.trace import Span, SpanKind
 
-_SCALARS: Final = frozenset({str, int, float, bool})
+from latencylens._attributes import SCALARS, unlimited_attributes
+
 _SDK_TRACE: Final = "opentelemetry.sdk.trace"
 _PARENT_DELEGATES: Final = (
     "_root",
@@ -52,7 +52,7 @@ def start_on(
 def plain_attributes(attributes: dict[str, Any]) -> bool:
     """Whether cleaning would leave every attribute as it is: string keys, scalar values, no lists."""
     for key, value in attributes.items():  # a loop, not all(...): this runs per SDK-patched call
-        if type(key) is not str or not key or type(value) not in _SCALARS:
+        if type(key) is not str or not key or type(value) not in SCALARS:
             return False
     return True
 
@@ -73,21 +73,13 @@ def quiet_start(tracer: Any) -> bool:
 def store_static(span: Span, attributes: dict[str, Any]) -> bool:
     """Store a just-started span's first attributes as ``start_span`` would have (``attributes``
     passed :func:`plain_attributes`); False, with nothing stored, where that could differ."""
-    try:
-        bounded = span._attributes  # type: ignore[attr-defined]
-        if (
-            type(bounded) is not BoundedAttributes
-            or bounded.max_value_len is not None
-            or bounded._immutable
-            or (bounded.maxlen is not None and len(attributes) > bounded.maxlen)
-        ):
-            return False
-        with bounded._lock:
-            if bounded._dict:
-                return False
-            bounded._dict.update(attributes)
-    except AttributeError:
+    bounded = unlimited_attributes(span)
+    if bounded is None or (bounded.maxlen is not None and len(attributes) > bounded.maxlen):
         return False
+    with bounded._lock:
+        if bounded._dict:  # something is there already: leave it to the SDK
+            return False
+        bounded._dict.update(attributes)
     return True
 
 
