@@ -58,11 +58,11 @@ class RowsToWrite:
 @dataclass(frozen=True)
 class BodiesStored:
     """What an INSERT of export bodies did (:meth:`Ingestor.insert_bodies`): one verdict per body
-    (None: it did not parse, or its verdict was not read, :func:`~.otlp_sql.read_verdicts`), and
-    the stored traces it touched, whose rows are left to build."""
+    (None: it did not parse, or its verdict was not read, :func:`~.otlp_sql.read_verdicts`). The
+    stored traces it touched, whose rows are left to build, are read back apart
+    (:meth:`Ingestor.read_back`): a project's, by whoever builds its rows."""
 
     verdicts: list[otlp_sql.Verdict | None]
-    traces: ReadBack
 
 
 class Ingestor:
@@ -147,16 +147,15 @@ class Ingestor:
         ClickHouse decodes and flattens (:mod:`~latencylens_collector.storage.otlp_sql`), then
         rewrite the request rows of the traces it stored, read back from storage. Returns one
         verdict per body; a body with a span the engine did not store must take the Python path.
-        The two halves are :meth:`insert_bodies` and :meth:`write_built`."""
+        The steps are :meth:`insert_bodies`, :meth:`read_back` and :meth:`write_built`."""
         stored = self.insert_bodies(bodies, batch_id)
-        self.write_built(build_rows(stored.traces))
+        self.write_built(build_rows(self.read_back(stored)))
         return stored.verdicts
 
     def insert_bodies(
         self, bodies: Sequence[tuple[str, bytes, otlp_sql.BodyLimits]], batch_id: str
     ) -> BodiesStored:
-        """The first half of :meth:`ingest_bodies`: the INSERT, then the stored traces it touched
-        read back, ready to build their rows from (anywhere: :class:`.row_processes.RowProcess`).
+        """The first step of :meth:`ingest_bodies`: the INSERT and its verdicts.
 
         A body with span events goes to the views that store them, any other to the views of
         spans without events (planning the events' SQL costs every INSERT ≈ 20 ms, so only bodies
@@ -166,7 +165,7 @@ class Ingestor:
         (:func:`~.refusals.classify`: unreachable, read-only, ...) is raised (StorageError) at
         once, as is a failure to make the landing tables and views."""
         if not bodies:
-            return BodiesStored([], ReadBack((), 0))
+            return BodiesStored([])
         with self._lock:
             self.store.ensure_ready()
             # Here, not in the INSERT below: tables or views that cannot be made fail the batch
@@ -180,11 +179,11 @@ class Ingestor:
                     inserted = self._inserted([bodies[index] for index in chosen], batch, events)
                     for index, verdict in zip(chosen, inserted, strict=True):
                         verdicts[index] = verdict
-            return BodiesStored(verdicts, self._stored_traces(verdicts))
+            return BodiesStored(verdicts)
 
     def write_built(self, built: BuiltRows) -> None:
-        """The second half of :meth:`ingest_bodies`: write the rows built from
-        :attr:`BodiesStored.traces` (rows of one trace written in any order keep the most complete)."""
+        """The last step of :meth:`ingest_bodies`: write the rows built from what
+        :meth:`read_back` read (rows of one trace written in any order keep the most complete)."""
         self.spans_read_back += built.spans  # the engine path's spans are all read back
         self.store.upsert_requests(built.rows)
 
@@ -212,13 +211,14 @@ class Ingestor:
             *self._inserted(bodies[half:], f"{batch_id}-b", with_events),
         ]
 
-    def _stored_traces(self, verdicts: Sequence[otlp_sql.Verdict | None]) -> ReadBack:
-        """The traces the bodies' stored spans belong to, read back (those not past their cap) but
-        not parsed: that is for where their rows are built (:class:`ReadBack`)."""
+    def read_back(self, stored: BodiesStored, projects: Collection[str] | None = None) -> ReadBack:
+        """The traces the bodies' stored spans belong to (of ``projects`` only, when given), read
+        back (those not past their cap) but not parsed: that is for where their rows are built
+        (:class:`ReadBack`, anywhere: :class:`.row_processes.RowProcess`). One query a project."""
         touched: dict[str, set[bytes]] = defaultdict(set)
         stored_spans: dict[str, int] = defaultdict(int)
-        for verdict in verdicts:
-            if verdict is not None:
+        for verdict in stored.verdicts:
+            if verdict is not None and (projects is None or verdict.project in projects):
                 touched[verdict.project] |= verdict.trace_ids
                 stored_spans[verdict.project] += verdict.spans
         parts: list[tuple[str, bytes]] = []

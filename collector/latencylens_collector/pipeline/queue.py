@@ -378,6 +378,12 @@ class BoundedQueue:
                     self._turns.remove(other)
         return batch
 
+    def others_waiting(self, project: str) -> bool:
+        """Whether a project other than ``project`` has exports queued or put one within
+        :data:`ACTIVE_S`: its exports would wait for whatever holds up the writer for ``project``."""
+        with self._cond:
+            return any(other != project for other in self._queues) or self._others_active(project)
+
     def _others_active(self, project: str) -> bool:
         """Whether a project other than ``project`` put an export within :data:`ACTIVE_S`."""
         since = self._monotonic() - ACTIVE_S

@@ -17,6 +17,8 @@ written by the writer and is answered at once (the soak's tail was a normal expo
 a chain's last piece and waiting ~2 s for the chain's row).
 The build itself runs in a worker process (:mod:`.row_processes`), so it does not share the
 GIL with the writer and the receivers either; this thread waits for it with the GIL released.
+The engine path hands over the same way a project's rows after an INSERT of bodies, read back
+here too (:meth:`RowBuilder.submit_stored`), when they are that large while another project sends.
 At most one build runs and one waits: a writer with a third to hand waits, so the rows never
 fall far behind the spans. A build that fails loses no span (they are stored): it is logged,
 the exports are answered as stored, and the reconciler rebuilds the rows once the traces settle.
@@ -30,13 +32,24 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
+from typing import NamedTuple
 
 from opentelemetry import context as otel_context
 
+from latencylens_collector.analysis.row_work import ReadBack
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
 from latencylens_collector.pipeline.row_processes import RowProcess
 
 _log = logging.getLogger(__name__)
+
+
+class _Job(NamedTuple):
+    write: Callable[[], int]
+    """Builds the rows (in the worker) and writes them; returns how many were written."""
+    spans: int
+    charge: Callable[[float], None]
+    """Called with the job's CPU time (this thread's and the worker's)."""
 
 
 class RowBuilder:
@@ -51,7 +64,7 @@ class RowBuilder:
         CPU shares."""
         self.process = RowProcess(min_spans=large_rows)
         """Where builds from more than ``large_rows`` spans run (the reconciler's too)."""
-        self._jobs: queue.Queue[tuple[RowsToWrite, Future[int]] | None] = queue.Queue(maxsize=1)
+        self._jobs: queue.Queue[tuple[_Job, Future[int]] | None] = queue.Queue(maxsize=1)
         """Builds handed over; None ends the thread."""
         self._thread: threading.Thread | None = None
 
@@ -61,9 +74,25 @@ class RowBuilder:
 
     def submit(self, todo: RowsToWrite) -> Future[int]:
         """The rows' future (how many were written); waits while a build runs and another waits."""
+        write = partial(self.ingestor.write_rows, todo, self.process)
+        return self._submit(_Job(write, todo.spans, partial(self._charge, todo)))
+
+    def submit_stored(
+        self, read_back: Callable[[], ReadBack], spans: int, charge: Callable[[float], None]
+    ) -> Future[int]:
+        """The same for rows of traces the engine path stored (at least ``spans`` spans), read back
+        here with ``read_back``; ``charge`` is called with the CPU time spent on them."""
+        return self._submit(_Job(partial(self._write_stored, read_back), spans, charge))
+
+    def _submit(self, job: _Job) -> Future[int]:
         future: Future[int] = Future()
-        self._jobs.put((todo, future))
+        self._jobs.put((job, future))
         return future
+
+    def _write_stored(self, read_back: Callable[[], ReadBack]) -> int:
+        built = self.process.start(read_back()).result()
+        self.ingestor.write_built(built)
+        return built.live
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Build what was handed over, then end the thread."""
@@ -81,10 +110,10 @@ class RowBuilder:
             todo, future = job
             started, elsewhere = time.thread_time(), self.process.worker_cpu_s_for_this_thread()
             try:
-                future.set_result(self.ingestor.write_rows(todo, self.process))
+                future.set_result(todo.write())
             except Exception as exc:  # the spans are stored: the reconciler rebuilds these rows
                 _log.error("writing the request rows of %d spans failed: %s", todo.spans, exc, exc_info=exc)
                 future.set_exception(exc)
             finally:
                 spent = time.thread_time() - started + self.process.worker_cpu_s_for_this_thread() - elsewhere
-                self._charge(todo, spent)
+                todo.charge(spent)

@@ -7,7 +7,9 @@ one read-back and one requests insert (:meth:`Ingestor.ingest`); the rows of a l
 built by :mod:`~latencylens_collector.pipeline.row_builder` while the writer goes on (rows of one
 trace written in any order keep the most complete, by their versions). On the engine path a
 batch's rows are built in the worker process while the writer inserts the next batch, and written
-after that INSERT (:meth:`Writer._finish_body_rows`). Receivers are answered only after the rows
+after that INSERT (:meth:`Writer._finish_body_rows`), except, while another project sends, a
+project's large rows: the row builder's, as on the Python path (:meth:`Writer._start_body_rows`).
+Receivers are answered only after the rows
 are written or after the batch is fsync'ed in the spool. Each batch is one project's turn
 (:meth:`BoundedQueue.take`), so another project's export never waits inside a large batch, only
 for the one insert being written. While ClickHouse is unreachable, flushes go straight to the
@@ -27,15 +29,17 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from opentelemetry import context as otel_context
 
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.row_work import ReadBack
 from latencylens_collector.pipeline.cpu_shares import CpuShares
-from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
+from latencylens_collector.pipeline.ingest import BodiesStored, Ingestor, RowsToWrite
 from latencylens_collector.pipeline.queue import TURN_SHARE, BoundedQueue, Outcome, Ticket, WriteFailed
 from latencylens_collector.pipeline.refusals import UNREACHABLE, Refusal, Triage, classify
 from latencylens_collector.pipeline.replay import settle
@@ -348,7 +352,48 @@ class Writer:
         metrics.SPANS_WRITTEN.labels(source="direct").inc(spans)
         self._note_storage_ok()
         self._finish_body_rows()
-        self._body_rows = _BodyRows(stored, self._rows.process.start(inserted.traces, BODY_ROWS_HERE))
+        self._start_body_rows(stored, inserted)
+
+    def _start_body_rows(self, stored: list[Ticket], inserted: BodiesStored) -> None:
+        """Have the rows of the bodies just inserted read back and built: in the worker while the
+        writer inserts the next batch (:meth:`_finish_body_rows`), unless another project sends.
+        Then its exports must not wait for a large read-back and build, neither the writer's wait
+        before the next batch nor a turn in the worker behind it: a project's rows from more than
+        a turn's spans are read back, built and written by the row builder, as on the Python path,
+        and the other projects' rows (at most a turn's spans each) here, answered now."""
+        stored_spans: dict[str, int] = {}
+        for ticket in stored:
+            stored_spans[ticket.project] = stored_spans.get(ticket.project, 0) + ticket.stored_spans
+        if not any(self.queue.others_waiting(project) for project in stored_spans):
+            traces = self._read_back(stored, inserted)
+            if traces is not None:
+                self._body_rows = _BodyRows(stored, self._rows.process.start(traces, BODY_ROWS_HERE))
+            return
+        aside = {project for project, count in stored_spans.items() if count > self.large_rows}
+        light = [ticket for ticket in stored if ticket.project not in aside]
+        here = self._read_back(light, inserted, stored_spans.keys() - aside) if light else None
+        if here is not None:
+            light_spans = sum(ticket.stored_spans for ticket in light)
+            self._body_rows = _BodyRows(light, self._rows.process.start(here, light_spans))
+            self._finish_body_rows()
+        if aside:
+            heavy = [ticket for ticket in stored if ticket.project in aside]
+            read_back = partial(self.ingestor.read_back, inserted, aside)
+            heavy_spans = sum(stored_spans[project] for project in aside)
+            built = self._rows.submit_stored(read_back, heavy_spans, partial(self._charge, heavy))
+            built.add_done_callback(lambda _: _resolve(heavy, Outcome.STORED))
+
+    def _read_back(
+        self, tickets: list[Ticket], inserted: BodiesStored, projects: Collection[str] | None = None
+    ) -> ReadBack | None:
+        """The stored traces of these projects' bodies; None when the read failed: their spans are
+        stored, so the exports are answered as such (logged; the reconciler writes the rows)."""
+        try:
+            return self.ingestor.read_back(inserted, projects)
+        except Exception as exc:
+            _log.error("reading back the traces of %d export bodies failed: %s", len(tickets), exc)
+            _resolve(tickets, Outcome.STORED)
+            return None
 
     def _finish_body_rows(self) -> None:
         """Write the rows of the bodies last inserted, once built, and answer their exports: the

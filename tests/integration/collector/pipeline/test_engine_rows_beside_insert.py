@@ -12,18 +12,19 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 import pytest
 from pipeline_helpers import body_limits, chat_body, export, row_spans_by_project, stored_spans_by_project
 
+from latencylens_collector.analysis.row_work import BuiltRows, ReadBack
 from latencylens_collector.pipeline import Outcome, Pipeline
-from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.pipeline.ingest import BodiesStored, Ingestor
 from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES, BODY_ROWS_HERE
 from latencylens_collector.storage.otlp_sql import BodyLimits
-from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.store import StorageError, Store
 
 SPANS_PER_TRACE = 4
 """chat_trace: the request, a retrieval, a model call and a tool call."""
@@ -36,7 +37,7 @@ def workers() -> list[multiprocessing.process.BaseProcess]:
 class FailingRows(Ingestor):
     """ClickHouse refusing the requests insert after the spans insert went through."""
 
-    def write_built(self, rows: Sequence[dict[str, Any]]) -> None:
+    def write_built(self, built: BuiltRows) -> None:
         raise RuntimeError("requests insert refused")
 
 
@@ -100,6 +101,26 @@ def test_rows_that_cannot_be_written_lose_no_span_and_no_answer(
     assert stored_spans_by_project(store) == {"default": 2_400}
     assert row_spans_by_project(store) == {}
     assert any("requests insert refused" in record.getMessage() for record in caplog.records)
+
+
+class FailingReadBack(Ingestor):
+    """ClickHouse refusing the read-back after the INSERT of the bodies went through."""
+
+    def read_back(self, stored: BodiesStored, projects: Collection[str] | None = None) -> ReadBack:
+        raise StorageError("read-back refused")
+
+
+def test_a_read_back_that_fails_loses_no_span_and_no_answer(
+    engine: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The spans are stored: the export is answered STORED (its rows are the reconciler's to write)."""
+    pipeline, store = engine(FailingReadBack)
+    with caplog.at_level(logging.ERROR):
+        answer = pipeline.submit_body(chat_body(300), "default", body_limits()).future
+        assert answer.result(timeout=60) is Outcome.STORED
+    assert stored_spans_by_project(store) == {"default": 1_200}
+    assert row_spans_by_project(store) == {}
+    assert any("read-back refused" in record.getMessage() for record in caplog.records)
 
 
 class HeldFirstInsert(Ingestor):
