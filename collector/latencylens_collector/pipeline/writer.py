@@ -374,8 +374,7 @@ class Writer:
         here = self._read_back(light, inserted, stored_spans.keys() - aside) if light else None
         if here is not None:
             light_spans = sum(ticket.stored_spans for ticket in light)
-            self._body_rows = _BodyRows(light, self._rows.process.start(here, light_spans))
-            self._finish_body_rows()
+            self._write_body_rows(_BodyRows(light, self._rows.process.start(here, light_spans)))
         if aside:
             heavy = [ticket for ticket in stored if ticket.project in aside]
             read_back = partial(self.ingestor.read_back, inserted, aside)
@@ -402,8 +401,11 @@ class Writer:
         stored: a build or write that fails is logged, the exports are answered as stored, and the
         reconciler writes the rows once the traces settle."""
         pending, self._body_rows = self._body_rows, None
-        if pending is None:
-            return
+        if pending is not None:
+            self._write_body_rows(pending)
+
+    def _write_body_rows(self, pending: _BodyRows) -> None:
+        """Write these exports' rows (waiting for their build) and answer them."""
         try:
             built = pending.rows.result()
             self.ingestor.write_built(built)
