@@ -268,7 +268,7 @@ class Settings(BaseSettings):
         description="Who decodes OTLP/protobuf exports: ``python`` (the collector, span by span), "
         "``engine`` (ClickHouse, many bodies per insert; a body it cannot store exactly, and every "
         "OTLP/JSON export, takes the Python path) or ``auto`` (the engine while enough exports wait "
-        "to fill an insert, else Python). docs/collector.md#engine-ingest.",
+        "to fill an insert and no other project sends, else Python). docs/collector.md#engine-ingest.",
     )
     store_content: bool = Field(
         False,

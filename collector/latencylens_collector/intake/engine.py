@@ -1,5 +1,6 @@
 """OTLP/protobuf exports handed to ClickHouse whole (``ingest_path = engine``, and ``auto`` while
-enough exports are in flight to fill an INSERT: :meth:`Pipeline.engine_takes`), for both receivers.
+enough exports are in flight to fill an INSERT and no other project sends:
+:meth:`Pipeline.engine_takes`), for both receivers.
 
 A receiver checks the caller's key and the queue's room as on the Python path, then only the
 body's frame (:func:`~latencylens_collector.storage.otlp_sql.otlp_frame_ok`: the top level is

@@ -139,7 +139,7 @@ class TraceReceiver(TraceServiceServicer):
         self, request: bytes, project: str, context: grpc.ServicerContext
     ) -> ExportTraceServiceResponse:
         """Decode, queue and wait for an export :meth:`Pipeline.check_room` let in."""
-        if self.pipeline.engine_takes(len(request)):
+        if self.pipeline.engine_takes(len(request), project):
             stored = self._by_engine(request, project, context)
             if stored is not None:
                 return otlp.export_response(stored)

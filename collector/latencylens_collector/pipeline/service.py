@@ -130,17 +130,25 @@ class Pipeline:
             undo()
             raise
 
-    def engine_takes(self, body_bytes: int) -> bool:
-        """Whether an OTLP/protobuf export of ``body_bytes`` goes to the engine: always with
-        ``ingest_path = engine``; with ``auto``, only while the exports in flight, counted at this
-        one's size, would fill the writer's next INSERT to :data:`~.writer.BODY_BATCH_MIN_BYTES`.
-        That INSERT carries about half of them (the other half wait for their rows to be built,
-        :meth:`.Writer._batch_bytes`), and a smaller one costs more than decoding its bodies in
-        Python saves (the writer sends a smaller batch back all the same)."""
+    def engine_takes(self, body_bytes: int, project: str) -> bool:
+        """Whether an OTLP/protobuf export of ``body_bytes`` from ``project`` goes to the engine:
+        always with ``ingest_path = engine``; with ``auto``, only while the exports in flight,
+        counted at this one's size, would fill the writer's next INSERT to
+        :data:`~.writer.BODY_BATCH_MIN_BYTES`, and no other project sends
+        (:meth:`BoundedQueue.others_waiting`). That INSERT carries about half of them (the other
+        half wait for their rows to be built, :meth:`.Writer._batch_bytes`), and a smaller one
+        costs more than decoding its bodies in Python saves (the writer sends a smaller batch back
+        all the same). While another project sends, every batch is one project's turn of a
+        quarter of the bounds, so that another project's export waits for at most one small
+        insert; an INSERT of bodies cannot be cut so (it costs ≈ 54 ms before its first span, and a
+        turn's bodies are fewer than an INSERT is worth), so the Python path decodes them and cuts
+        a large export into turns."""
         path = self.settings.ingest_path
         if path != "auto":
             return path == "engine"
-        return self.cpu.in_flight * body_bytes // 2 >= BODY_BATCH_MIN_BYTES
+        if self.cpu.in_flight * body_bytes // 2 < BODY_BATCH_MIN_BYTES:
+            return False
+        return not self.queue.others_waiting(project)
 
     def submit_body(self, body: bytes, project: str, limits: BodyLimits) -> Ticket:
         """Queue an OTLP/protobuf export body for the engine (when :meth:`engine_takes` it); its

@@ -111,7 +111,7 @@ async def export_traces(request: Request, settings: SettingsDep) -> Response:
         admitted = True
         body = await _read_body(request, settings.max_body_bytes)
         stored = None
-        if not as_json and pipeline.engine_takes(len(body)):
+        if not as_json and pipeline.engine_takes(len(body), project):
             stored = await _by_engine(pipeline, body, project, limits)
         if stored is not None:
             batch = stored

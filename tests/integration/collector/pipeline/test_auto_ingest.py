@@ -1,6 +1,6 @@
 """Issue 18: ``ingest_path = auto`` hands OTLP/protobuf exports to the engine only while enough of
-them are in flight to fill an INSERT, and the writer sends a batch of bodies too small to be worth
-one back to the receivers, which decode it in Python.
+them are in flight to fill an INSERT and no other project sends, and the writer sends a batch of
+bodies too small to be worth one back to the receivers, which decode it in Python.
 
 A real collector pipeline (queue, writer, chdb), and a real collector over HTTP.
 """
@@ -28,6 +28,7 @@ from pipeline_helpers import (
 
 from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
+from latencylens_collector.auth import KeyStore
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES
 from latencylens_collector.storage.store import Store
@@ -65,15 +66,15 @@ def test_the_engine_takes_an_export_only_while_those_in_flight_would_fill_an_ins
     for _ in range(3):
         pipeline.check_room(DEFAULT_PROJECT)
     assert pipeline.cpu.in_flight == 3
-    assert not pipeline.engine_takes(mib)
-    pipeline.check_room("other-project")  # every project's exports count: they share the writer
-    assert pipeline.engine_takes(mib)
-    assert not pipeline.engine_takes(mib - 1)
+    assert not pipeline.engine_takes(mib, DEFAULT_PROJECT)
+    pipeline.check_room("other-project")  # every project's exports in flight count: they share the writer
+    assert pipeline.engine_takes(mib, DEFAULT_PROJECT)
+    assert not pipeline.engine_takes(mib - 1, DEFAULT_PROJECT)
     for project in (DEFAULT_PROJECT, DEFAULT_PROJECT, "other-project"):
         pipeline.done(project)
     assert pipeline.cpu.in_flight == 1
-    assert not pipeline.engine_takes(3 * mib)  # alone, even a large export: 3 MiB / 2 < 2 MiB
-    assert pipeline.engine_takes(4 * mib)
+    assert not pipeline.engine_takes(3 * mib, DEFAULT_PROJECT)  # alone, even a large one: 3 MiB / 2 < 2 MiB
+    assert pipeline.engine_takes(4 * mib, DEFAULT_PROJECT)
     pipeline.done(DEFAULT_PROJECT)
     pipeline.done(DEFAULT_PROJECT)  # answered twice: the count does not go below nothing
     assert pipeline.cpu.in_flight == 0
@@ -82,8 +83,68 @@ def test_the_engine_takes_an_export_only_while_those_in_flight_would_fill_an_ins
 @pytest.mark.parametrize(("path", "takes"), [("engine", True), ("python", False)])
 def test_the_other_paths_do_not_look_at_the_load(pipelines, path: str, takes: bool) -> None:
     pipeline, _ = pipelines(path)
-    assert pipeline.engine_takes(1) is takes
-    assert pipeline.engine_takes(64 * 1024 * 1024) is takes
+    assert pipeline.engine_takes(1, DEFAULT_PROJECT) is takes
+    assert pipeline.engine_takes(64 * 1024 * 1024, DEFAULT_PROJECT) is takes
+
+
+def test_while_another_project_sends_auto_decodes_in_python(pipelines) -> None:
+    """While another project has an export queued or put one within ACTIVE_S (10 s), each batch is
+    one project's turn of a quarter of the bounds, so the other project's export waits for one
+    small insert at most. An INSERT of bodies cannot be cut so, and auto decodes in Python what it
+    would hand to the engine otherwise: here a 4 MiB export in flight alone (4 MiB / 2 = 2 MiB).
+    The project's own exports do not count. Each small body put here is sent back unstored (below
+    an INSERT's worth), which is all a put needs to be seen."""
+    pipeline, _ = pipelines("auto")
+    pipeline.check_room(DEFAULT_PROJECT)
+    assert pipeline.engine_takes(4 * MIB, DEFAULT_PROJECT)
+    own = pipeline.submit_body(chat_body(10), DEFAULT_PROJECT, body_limits())
+    assert own.future.result(timeout=30) is Outcome.TAKE_PYTHON_PATH
+    assert pipeline.engine_takes(4 * MIB, DEFAULT_PROJECT)
+    other = pipeline.submit_body(chat_body(10), "other-project", body_limits())
+    assert other.future.result(timeout=30) is Outcome.TAKE_PYTHON_PATH
+    assert not pipeline.engine_takes(4 * MIB, DEFAULT_PROJECT)
+    assert not pipeline.engine_takes(4 * MIB, "other-project")  # the default project sent one too
+    pipeline.done(DEFAULT_PROJECT)
+
+
+def test_an_export_beside_another_projects_is_decoded_in_python_over_http(start_collector, tmp_path) -> None:
+    """Over HTTP, with a key per project: one export of 4,400 four-span traces (≈ 4.24 MB, so
+    alone in flight 4.24 MB / 2 ≥ 2 MiB) goes to the engine while its project sends alone, and a
+    second one to the Python path (no engine counter moves) once another project has sent an
+    export within ACTIVE_S. Every span of both is stored once, under its project."""
+    metadata_url = f"sqlite:///{tmp_path / 'metadata.db'}"
+    keys = KeyStore(metadata_url)
+    secrets = {name: keys.create(name)[1] for name in ("heavy", "light")}
+    running = start_collector(
+        metadata_url=metadata_url, ingest_path="auto", max_batch_spans=100_000, max_batch_bytes=128 * MIB
+    )
+
+    def post(name: str, data: bytes) -> int:
+        headers = {**PROTOBUF, "Authorization": f"Bearer {secrets[name]}"}
+        answer = httpx.post(f"{running.url}/v1/traces", content=data, headers=headers, timeout=120.0)
+        return answer.status_code
+
+    alone, beside = chat_body(4_400), chat_body(4_400)
+    assert len(alone) // 2 >= BODY_BATCH_MIN_BYTES
+    before = engine_bodies()
+    assert post("heavy", alone) == 200
+    after_alone = engine_bodies()
+    assert after_alone["stored"] - before["stored"] == 1
+    assert post("light", chat_body(1)) == 200  # a small export: decoded in Python at once
+    assert post("heavy", beside) == 200
+    assert engine_bodies() == after_alone
+    [row] = running.store.query(
+        f"SELECT countIf(project = 'heavy') AS heavy, countIf(project = 'light') AS light, "
+        f"count() AS n, uniqExact(project, trace_id, span_id) AS distinct_keys "
+        f"FROM {running.store.table('spans')} FINAL"
+    )
+    assert {name: int(value) for name, value in row.items()} == {
+        "heavy": 2 * 4_400 * 4,
+        "light": 4,
+        "n": 2 * 4_400 * 4 + 4,
+        "distinct_keys": 2 * 4_400 * 4 + 4,
+    }
+    keys.close()
 
 
 def test_a_batch_of_bodies_below_an_inserts_worth_goes_back_without_an_insert(pipelines) -> None:
