@@ -13,10 +13,11 @@ Projects are served fairly: each has its own FIFO of tickets, one project may ho
 its tickets in order, at most a quarter of a batch while another project waits or sent an export
 in the last :data:`ACTIVE_S` (a larger export is written in pieces of that size, one per turn, and
 answered after its last), then the projects move on in turn. Other projects' tickets ride along
-only while the batch stays within a quarter of the bounds, so exports of many light projects still
-share an insert, while a project's large batch (a burst, an 8,000-span chain) is never the insert
-another project's export waits for: that export waits at most for the one bounded insert being
-written, then its own small one.
+only while the batch stays within a quarter of the bounds, and only of projects whose whole queue
+would fit so (light ones), so exports of many light projects still share an insert, while a
+project's large batch (a burst, an 8,000-span chain) is never the insert another project's export
+waits for: that export waits at most for the one bounded insert being written, then its own small
+one (or rides the next).
 
 Receivers also say while they decode an export (:meth:`BoundedQueue.decoding`): the writer waits
 for a fuller batch only while more spans are about to arrive, so a lone sender is never held for
@@ -54,7 +55,8 @@ ACTIVE_S: Final = 10.0
 """A project that put an export this recently counts as waiting for a turn even when none of its
 exports is queued now (they are being read or decoded): a flood's turn stays bounded meanwhile."""
 RIDER_SHARE: Final = 4
-"""Other projects' tickets join a turn's batch only while it stays within 1/RIDER_SHARE of the bounds."""
+"""Other projects' tickets join a turn's batch only while it stays within 1/RIDER_SHARE of the
+bounds, and only of projects holding no more than that queued."""
 
 
 def rows_bytes(rows: Sequence[SpanRow]) -> int:
@@ -356,9 +358,13 @@ class BoundedQueue:
     def _turn(self, max_spans: int, max_bytes: int) -> list[Ticket]:
         """The project first in turn's tickets in order, within the bounds, or a quarter of them
         while another project waits or put an export within :data:`ACTIVE_S` (a first ticket over
-        them is taken alone, or then a piece of it that fits); that project then goes last. Then other
-        projects' tickets, one each in turn, while the batch stays within a quarter of the bounds;
-        they keep their place. Called with the lock held and a project waiting."""
+        them is taken alone, or then a piece of it that fits); that project then goes last. Then the
+        tickets of other projects light enough to ride (all they hold queued is within a quarter of
+        the bounds), one each in turn, while the batch stays within a quarter of the bounds; they
+        keep their place. A project with more queued takes its own turns: riding a light project's
+        turn, it made that turn as long as its own (the hostile soak: a normal export waited for
+        the writer's batch in progress, the flood's turn, then its own turn of 500 spans carrying
+        1,500 of the flood's, ≈ 120 ms each). Called with the lock held and a project waiting."""
         project = self._turns.popleft()
         share = TURN_SHARE if self._turns or self._others_active(project) else 1
         turn_spans = max(1, max_spans // share)
@@ -368,7 +374,11 @@ class BoundedQueue:
         if project in self._queues:
             self._turns.append(project)
         riders_spans, riders_bytes = max_spans // RIDER_SHARE, max_bytes // RIDER_SHARE
-        riding = [other for other in self._turns if other != project]
+        riding = [
+            other
+            for other in self._turns
+            if other != project and _within(self._held[other], riders_spans, riders_bytes)
+        ]
         while riding:
             for other in list(riding):
                 if not self._pop_while(other, riders_spans, riders_bytes, batch, limit=1):
@@ -445,6 +455,11 @@ class BoundedQueue:
         if not queue:
             del self._queues[project], self._held[project]
         return moved
+
+
+def _within(held: tuple[int, int], max_spans: int, max_bytes: int) -> bool:
+    """Whether a project's queued ``(spans, bytes)`` are within these bounds."""
+    return held[0] <= max_spans and held[1] <= max_bytes
 
 
 def _mib(nbytes: int) -> str:

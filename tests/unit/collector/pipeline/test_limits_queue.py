@@ -191,6 +191,24 @@ def test_a_large_export_is_written_in_pieces_between_other_projects_turns() -> N
     assert queue.depth == 0 and queue.bytes == 0
 
 
+def test_a_project_with_a_backlog_rides_no_other_turn() -> None:
+    """A light project's 5-span export, then a flood of six 10-span exports (60 spans), batches of
+    at most 100 spans, so a turn and the riders' room are 100 // 4 = 25 spans. The light export is
+    its own turn, alone: the flood, holding 60 spans, more than 25, does not ride it (before, 10 +
+    10 of them did, and the light project's turn cost as much as the flood's). The flood's turns
+    then take 20 spans each (10 more would make 30 > 25), and a light export put meanwhile rides
+    the next one (20 + 5 ≤ 25)."""
+    queue = BoundedQueue(capacity_spans=1000)
+    light = queue.put(rows(5, project="light", trace=10))
+    flood = [queue.put(rows(10, project="flood", trace=1 + i)) for i in range(6)]
+    take = lambda: queue.take(100, linger_s=0, idle_timeout_s=0)  # noqa: E731
+    assert take() == [light]
+    assert take() == flood[:2]
+    later = queue.put(rows(5, project="light", trace=11))
+    assert take() == [*flood[2:4], later]
+    assert take() == flood[4:]
+
+
 def test_an_export_in_pieces_is_answered_for_all_of_them() -> None:
     """A spooled piece makes the whole export spooled; a failed piece fails it (its receiver
     answers 503 and the sender retries the whole export: nothing acknowledged is lost)."""
