@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
         choices=("python", "engine", "auto"),
         help="who decodes OTLP/protobuf exports: python (the collector), engine (ClickHouse, many "
         "exports per insert; OTLP/JSON stays with python) or auto (engine while enough exports wait "
-        f"to fill an insert) (env {env_var('ingest_path')}; default auto)",
+        f"to fill an insert and no other project sends) (env {env_var('ingest_path')}; default auto)",
     )
     serve.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     serve.set_defaults(handler=_serve)
