@@ -366,7 +366,7 @@ class BoundedQueue:
         the writer's batch in progress, the flood's turn, then its own turn of 500 spans carrying
         1,500 of the flood's, ≈ 120 ms each). Called with the lock held and a project waiting."""
         project = self._turns.popleft()
-        share = TURN_SHARE if self._turns or self._others_active(project) else 1
+        share = TURN_SHARE if self._others_waiting(project) else 1
         turn_spans = max(1, max_spans // share)
         if share > 1:
             self._cut_piece(project, turn_spans)
@@ -392,7 +392,11 @@ class BoundedQueue:
         """Whether a project other than ``project`` has exports queued or put one within
         :data:`ACTIVE_S`: its exports would wait for whatever holds up the writer for ``project``."""
         with self._cond:
-            return any(other != project for other in self._queues) or self._others_active(project)
+            return self._others_waiting(project)
+
+    def _others_waiting(self, project: str) -> bool:
+        """:meth:`others_waiting`, with the lock held: also what bounds ``project``'s turn."""
+        return any(other != project for other in self._queues) or self._others_active(project)
 
     def _others_active(self, project: str) -> bool:
         """Whether a project other than ``project`` put an export within :data:`ACTIVE_S`."""
