@@ -147,6 +147,40 @@ def test_an_export_beside_another_projects_is_decoded_in_python_over_http(start_
     keys.close()
 
 
+def test_the_grpc_receiver_decodes_in_python_beside_another_project(start_collector, tmp_path) -> None:
+    """The gRPC receiver asks auto with its caller's project too: the same 4,400-trace export
+    (≈ 4.24 MB) goes to the engine while its project sends alone, and to the Python path once
+    another project has sent an export; each is answered with an empty response and stored once."""
+    metadata_url = f"sqlite:///{tmp_path / 'metadata.db'}"
+    keys = KeyStore(metadata_url)
+    secrets = {name: keys.create(name)[1] for name in ("heavy", "light")}
+    running = start_collector(
+        metadata_url=metadata_url, ingest_path="auto", max_batch_spans=100_000, max_batch_bytes=128 * MIB
+    )
+
+    def send(name: str, data: bytes) -> ExportTraceServiceResponse:
+        with grpc.insecure_channel(grpc_target(running.url)) as channel:
+            export = channel.unary_unary(
+                "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                request_serializer=lambda body: body,
+                response_deserializer=ExportTraceServiceResponse.FromString,
+            )
+            return export(data, metadata=(("authorization", f"Bearer {secrets[name]}"),), timeout=120)
+
+    alone, beside = chat_body(4_400), chat_body(4_400)
+    assert len(alone) // 2 >= BODY_BATCH_MIN_BYTES
+    before = engine_bodies()
+    assert send("heavy", alone) == ExportTraceServiceResponse()
+    after_alone = engine_bodies()
+    assert after_alone["stored"] - before["stored"] == 1
+    assert send("light", chat_body(1)) == ExportTraceServiceResponse()
+    assert send("heavy", beside) == ExportTraceServiceResponse()
+    assert engine_bodies() == after_alone
+    counts = span_counts(running.store)
+    assert counts["final"] == counts["distinct_keys"] == 2 * 4_400 * 4 + 4
+    keys.close()
+
+
 def test_a_batch_of_bodies_below_an_inserts_worth_goes_back_without_an_insert(pipelines) -> None:
     """One small body alone in its batch: the writer answers TAKE_PYTHON_PATH at once; ClickHouse
     never saw it (no verdict row), and the counter says small_batch."""
