@@ -36,12 +36,15 @@ from typing import Final, NoReturn
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceServicer
 
 from latencylens_collector.auth import KeyStore, Unauthorized, resolve_project
 from latencylens_collector.intake import engine, otlp
+from latencylens_collector.intake.errors import traces_only
 from latencylens_collector.intake.grpc_connections import ConnectionCap
 from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
@@ -63,6 +66,11 @@ _log = logging.getLogger(__name__)
 
 PROTOCOL: Final = "grpc"
 SERVICE_NAME: Final = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name
+OTHER_SIGNALS: Final = {
+    "metrics": metrics_service_pb2.DESCRIPTOR.services_by_name["MetricsService"].full_name,
+    "logs": logs_service_pb2.DESCRIPTOR.services_by_name["LogsService"].full_name,
+}
+"""The services of the signals this collector does not receive: answered, not left unknown."""
 MAX_WORKERS: Final = 16
 """Concurrent Export calls being decoded or waiting for their batch to be written."""
 DECODE_SLOTS: Final = 2
@@ -224,7 +232,8 @@ def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -
 
 
 def add_receiver_to_server(receiver: TraceReceiver, server: grpc.Server) -> None:
-    """Register ``Export`` under the official service name, taking the raw body."""
+    """Register ``Export`` under the official service name, taking the raw body, and an answer to
+    the metrics and logs services (:data:`OTHER_SIGNALS`)."""
     handler = grpc.unary_unary_rpc_method_handler(
         receiver.Export,
         request_deserializer=None,  # the raw body: Export decodes it
@@ -233,6 +242,21 @@ def add_receiver_to_server(receiver: TraceReceiver, server: grpc.Server) -> None
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE_NAME, {"Export": handler}),)
     )
+    for signal, service in OTHER_SIGNALS.items():
+        other = grpc.unary_unary_rpc_method_handler(_other_signal(signal), request_deserializer=None)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, {"Export": other}),))
+
+
+def _other_signal(signal: str) -> Callable[[bytes, grpc.ServicerContext], NoReturn]:
+    """``Export`` of a signal this collector does not receive: UNIMPLEMENTED (which OTLP exporters
+    do not retry) saying what to change, rather than gRPC's bare "Method not found!"."""
+    message = traces_only(signal, SERVICE_NAME)
+
+    def export(request: bytes, context: grpc.ServicerContext) -> NoReturn:
+        metrics.EXPORTS_REFUSED.labels(protocol=PROTOCOL, reason="not_traces").inc()
+        _abort(context, grpc.StatusCode.UNIMPLEMENTED, message)
+
+    return export
 
 
 class GrpcServer:

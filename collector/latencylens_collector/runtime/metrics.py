@@ -26,7 +26,7 @@ SPANS_REJECTED = Counter(
 EXPORTS_REFUSED = Counter(
     "latencylens_exports_refused",
     "Whole export requests refused, by reason: bad_request, too_large, unsupported_media_type, "
-    "queue_full (429 / RESOURCE_EXHAUSTED), unavailable.",
+    "unauthenticated, queue_full (429 / RESOURCE_EXHAUSTED), unavailable, not_traces (metrics or logs).",
     ["protocol", "reason"],
     registry=REGISTRY,
 )

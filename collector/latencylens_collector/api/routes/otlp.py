@@ -23,6 +23,7 @@ from latencylens_collector.api.deps import SettingsDep, app_key_store
 from latencylens_collector.auth import Unauthorized, resolve_project
 from latencylens_collector.intake import engine, otlp
 from latencylens_collector.intake.body import BodyReader, BodyTooLarge, MalformedBody, UnsupportedEncoding
+from latencylens_collector.intake.errors import traces_only
 from latencylens_collector.intake.received import count_received
 from latencylens_collector.pipeline import (
     QUEUE_FULL_RETRY_S,
@@ -47,7 +48,8 @@ _CONTENT_TYPES: Final = {PROTOBUF: False, "application/protobuf": False, JSON: T
 ACCEPTED_TYPES: Final = ", ".join(_CONTENT_TYPES)
 
 # google.rpc.Code values for the error body.
-_INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _INTERNAL, _UNAVAILABLE, _UNAUTHENTICATED = 3, 8, 13, 14, 16
+_INVALID_ARGUMENT, _NOT_FOUND, _RESOURCE_EXHAUSTED = 3, 5, 8
+_INTERNAL, _UNAVAILABLE, _UNAUTHENTICATED = 13, 14, 16
 PROTOCOL: Final = "http"
 DECODE_THREADS: Final = 2
 """Exports decoded at once. Decoding is Python holding the GIL, so more threads add no speed;
@@ -141,6 +143,17 @@ async def export_traces(request: Request, settings: SettingsDep) -> Response:
         if admitted:
             pipeline.done(project)
     return Response(otlp.encode_response(batch, as_json), media_type=_media_type(as_json))
+
+
+@router.post("/v1/metrics", include_in_schema=False)
+@router.post("/v1/logs", include_in_schema=False)
+async def export_other_signal(request: Request) -> Response:
+    """Metrics and logs: 404 with what to change (:func:`~.intake.errors.traces_only`) in the
+    request's encoding, not a bare "Not Found". OTLP exporters do not retry a 404."""
+    signal = request.url.path.rsplit("/", 1)[-1]
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    as_json = _CONTENT_TYPES.get(content_type) is not False
+    return _refuse("not_traces", 404, _NOT_FOUND, traces_only(signal, "POST /v1/traces"), as_json)
 
 
 def _project(request: Request) -> str:
