@@ -1,7 +1,15 @@
 # The two commands a new user runs: `make run` and `make test`. Each installs what it needs
 # into .venv inside the repo first.
 
-PYTHON ?= python3
+# The collector and the tests need Python 3.11 or newer (some of their dependencies do; the SDK alone
+# runs on 3.10): python3 when it is new enough, else the newest python3.1x on the PATH.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
+endif
+NEW_ENOUGH = [ -n "$(PYTHON)" ] && $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+TOO_OLD = echo "LatencyLens needs Python 3.11 or newer for its collector and tests ($(or $(PYTHON),python3): \
+$$($(or $(PYTHON),python3) --version 2>&1)); install one, or name it: make $(or $(MAKECMDGOALS),run) PYTHON=python3.12" >&2; exit 2
 VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
@@ -41,6 +49,7 @@ bench: $(TEST_STAMP)
 	$(BIN)/python -m bench
 
 $(VENV)/bin/python:
+	@$(NEW_ENOUGH) || { $(TOO_OLD); }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
@@ -66,6 +75,7 @@ OPENLIT_RUNTIME := "openai>=1.92,<3" "opentelemetry-sdk>=1.38" "opentelemetry-ex
 openlit-venv: $(OPENLIT_STAMP)
 
 $(OPENLIT_STAMP):
+	@$(NEW_ENOUGH) || { $(TOO_OLD); }
 	$(PYTHON) -m venv $(OPENLIT_VENV)
 	$(OPENLIT_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(OPENLIT_VENV)/bin/python -m pip install --quiet --no-deps "openlit>=1.45,<2"
