@@ -112,3 +112,38 @@ def test_make_takes_a_newer_python_when_python3_is_too_old(tmp_path: Path) -> No
     done = _make(tmp_path, "-n", "test", path=f"{shims}:/usr/bin:/bin")
     assert done.returncode == 0, done.stderr
     assert f"{newer} -m venv .venv" in done.stdout
+
+
+def test_the_native_extra_compiles_request_rows_on_a_python_without_setuptools(tmp_path: Path) -> None:
+    """``make native`` (run by ``make run`` and ``make test``) compiles with mypyc, which builds with
+    setuptools; a virtualenv of Python 3.12 or newer has none, so the ``native`` extra must bring it
+    (without it the build fails and the collector quietly runs the slower Python modules)."""
+    if shutil.which(os.environ.get("CC", "cc")) is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the collector runs the request-row modules in Python")
+    newest = next(filter(None, map(_find, ("3.14", "3.13", "3.12"))), None)
+    if newest is None:
+        pytest.skip("no Python 3.12 or newer (python3.1x, or in pyenv): not checked")
+    venv = tmp_path / "venv"
+    subprocess.run([newest, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    native = PROJECT["optional-dependencies"]["native"]
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *native],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    (tmp_path / "rows_probe.py").write_text("def twice(value: int) -> int:\n    return 2 * value\n")
+    built = subprocess.run(
+        [python, "-m", "mypyc", "rows_probe.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert built.returncode == 0, (built.stdout + built.stderr)[-3000:]
+    loaded = subprocess.run(
+        [python, "-c", "import rows_probe; print(rows_probe.__file__.endswith('.so'), rows_probe.twice(21))"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert loaded.stdout.split() == ["True", "42"], loaded.stderr
