@@ -35,6 +35,7 @@ MANIFEST: Final = "manifest.json"
 MODULES: Final = (
     "attribution",
     "request_rows",
+    "conventions/aisdk",
     "conventions/content",
     "conventions/events",
     "conventions/genai",

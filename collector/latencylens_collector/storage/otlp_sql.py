@@ -47,6 +47,7 @@ from latencylens import semconv
 from latencylens_collector.analysis.conventions import (
     KIND_OTHER,
     KNOWN_KINDS,
+    aisdk,
     events,
     genai,
     logfire,
@@ -411,6 +412,7 @@ def _classify(attributes: str, has_parent: str) -> str:
     )
     by_type = _lookup(f"{a}[{_quote(openllmetry.LLM_REQUEST_TYPE)}]", openllmetry.KIND_BY_REQUEST_TYPE)
     by_span_kind = _lookup(f"{a}[{_quote(openllmetry.TRACELOOP_SPAN_KIND)}]", openllmetry.KIND_BY_SPAN_KIND)
+    by_aisdk = _lookup(f"{a}[{_quote(aisdk.OPERATION_ID)}]", aisdk.KIND_BY_OPERATION_ID)
     by_genai = _lookup(f"({operation})", genai.KIND_BY_OPERATION)
     by_openlit = _lookup("_operation", openlit.KIND_BY_OPERATION)
     default = f"if({has_parent}, {_quote(KIND_OTHER)}, {_quote(semconv.KIND_REQUEST)})"
@@ -423,7 +425,7 @@ def _classify(attributes: str, has_parent: str) -> str:
         f"if(({oi_kind} AS _oi) != '', _oi, {default}), "
         f"({by_genai} AS _genai) != '', _genai, ({by_openlit} AS _openlit) != '', _openlit, "
         f"({by_type} AS _by_type) != '', _by_type, ({by_span_kind} AS _by_span_kind) != '', _by_span_kind, "
-        f"{default})"
+        f"({by_aisdk} AS _by_aisdk) != '', _by_aisdk, {default})"
     )
 
 

@@ -11,6 +11,7 @@ convention (another instrumentation's names, a server's own span) is taught here
 * :mod:`.logfire` — Logfire's log records, stream-end records and message templates, pydantic-ai's
   time-to-first-chunk name;
 * :mod:`.vllm` — vLLM's ``llm_request`` server span;
+* :mod:`.aisdk` — Vercel's AI SDK (TypeScript): its legacy ``ai.*`` spans and the names of its own;
 * :mod:`.reading` — one span's facts under our names; :mod:`.trace` — facts that need the trace.
 * :mod:`.same_call` — spans of one model call counted once; :mod:`.lineage` — ancestors in one pass.
 
@@ -28,6 +29,7 @@ from latencylens_collector.analysis._compiled import use as _use_compiled
 _use_compiled(__path__, "conventions")  # before any module of this package is imported
 
 from latencylens_collector.analysis.conventions import (  # noqa: E402
+    aisdk,
     genai,
     logfire,
     openinference,
@@ -63,8 +65,8 @@ def classify(attributes: Mapping[str, str], has_parent: bool) -> str:
     Order: our explicit ``latencylens.span.kind``; a Logfire log record, which is never a call nor
     a request (it says something about one: :mod:`.logfire`); a vLLM server span (a model call);
     OpenInference's declared kind; the GenAI operation name (with OpenLIT's extra values);
-    OpenLLMetry's request type and span kind. Otherwise application work, or the request itself
-    when it has no parent.
+    OpenLLMetry's request type and span kind; the AI SDK's operation. Otherwise application work,
+    or the request itself when it has no parent.
     """
     explicit = attributes.get(semconv.SPAN_KIND)
     if explicit in KNOWN_KINDS:
@@ -78,7 +80,7 @@ def classify(attributes: Mapping[str, str], has_parent: bool) -> str:
         if declared is not None:
             return declared
     else:
-        for convention in (genai, openlit, openllmetry):
+        for convention in (genai, openlit, openllmetry, aisdk):
             found = convention.kind(attributes)
             if found is not None:
                 return found

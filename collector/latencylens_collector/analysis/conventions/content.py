@@ -123,7 +123,29 @@ LOGFIRE: Final = (
 and pydantic-ai's (2.68, plus ``all_messages_events`` of its older instrumentation). Their
 ``logfire.json_schema`` only names these attributes and is kept."""
 
-CONTENT_KEYS: Final = frozenset((*GENAI, *OPENLLMETRY, *OPENINFERENCE, *OPENLIT, *LOGFIRE))
+AI_SDK: Final = (
+    "ai.prompt",
+    "ai.prompt.messages",
+    "ai.request.text",
+    "ai.response.text",
+    "ai.response.reasoning",
+    "ai.response.toolCalls",
+    "ai.response.files",
+    "ai.response.object",
+    "ai.toolCall.args",
+    "ai.toolCall.result",
+    "ai.value",
+    "ai.values",
+    "ai.embedding",
+    "ai.embeddings",
+    "ai.documents",
+    "ai.ranking",
+)
+"""Vercel's AI SDK, its legacy spans (``@ai-sdk/otel`` 1.0 ``LegacyOpenTelemetry``: what it records
+only when inputs or outputs are recorded, and the ``ai.*`` names of ai 3.3 to 6); its current
+integration writes the GenAI names. Tool definitions, schemas and provider metadata stay."""
+
+CONTENT_KEYS: Final = frozenset((*GENAI, *OPENLLMETRY, *OPENINFERENCE, *OPENLIT, *LOGFIRE, *AI_SDK))
 """Attribute names dropped wherever they appear."""
 INDEXED: Final = tuple(dict.fromkeys((*OPENLLMETRY_INDEXED, *OPENINFERENCE_INDEXED)))
 """Flattened lists: ``<n>`` is an index, ``*`` any field. For documents only the text is content;

@@ -13,6 +13,7 @@ from typing import Final
 from latencylens import semconv
 from latencylens_collector.analysis.attribution import ModelTiming
 from latencylens_collector.analysis.conventions import (
+    aisdk,
     genai,
     logfire,
     openinference,
@@ -23,13 +24,14 @@ from latencylens_collector.analysis.conventions import (
 from latencylens_collector.analysis.conventions.events import FIRST_CONTENT_NS, LAST_CHUNK_NS
 from latencylens_collector.analysis.conventions.values import (
     first_int,
+    first_ms_ns,
     first_seconds_ns,
     first_text,
     parse_int,
 )
 
-INPUT_TOKEN_KEYS: Final = (*genai.INPUT_TOKENS, *openinference.INPUT_TOKENS)
-OUTPUT_TOKEN_KEYS: Final = (*genai.OUTPUT_TOKENS, *openinference.OUTPUT_TOKENS)
+INPUT_TOKEN_KEYS: Final = (*genai.INPUT_TOKENS, *openinference.INPUT_TOKENS, *aisdk.INPUT_TOKENS)
+OUTPUT_TOKEN_KEYS: Final = (*genai.OUTPUT_TOKENS, *openinference.OUTPUT_TOKENS, *aisdk.OUTPUT_TOKENS)
 TOTAL_TOKEN_KEYS: Final = (*openllmetry.TOTAL_TOKENS, *openinference.TOTAL_TOKENS)
 CACHE_READ_TOKEN_KEYS: Final = (
     *genai.CACHE_READ_TOKENS,
@@ -37,11 +39,16 @@ CACHE_READ_TOKEN_KEYS: Final = (
     *openinference.CACHE_READ_TOKENS,
     *openlit.CACHE_READ_TOKENS,
     *vllm.CACHE_READ_TOKENS,
+    *aisdk.CACHE_READ_TOKENS,
 )
-MODEL_KEYS: Final = (*genai.MODEL, *openinference.MODEL)
+MODEL_KEYS: Final = (*genai.MODEL, *openinference.MODEL, *aisdk.MODEL)
 PROVIDER_KEYS: Final = (*genai.PROVIDER, *openinference.PROVIDER)
 FIRST_CHUNK_SECONDS_KEYS: Final = (*genai.FIRST_CHUNK_SECONDS, *logfire.FIRST_CHUNK_SECONDS)
 """Client-measured seconds to the first chunk, written on streamed calls only."""
+FIRST_CHUNK_MS_KEYS: Final = aisdk.FIRST_CHUNK_MS
+"""The same in milliseconds."""
+LAST_CHUNK_MS_KEYS: Final = aisdk.FINISH_MS
+"""Client-measured milliseconds to the stream's last part (the AI SDK's finish part)."""
 _OWN_STREAM_PREFIX: Final = semconv.STREAM_COMPLETED.rsplit(".", 1)[0] + "."
 
 # Usage keys per request-row column, canonical name first.
@@ -79,6 +86,8 @@ def first_chunk_ns(attributes: Mapping[str, str]) -> int | None:
     if own is not None:
         return own
     first = first_seconds_ns(attributes, *FIRST_CHUNK_SECONDS_KEYS)
+    if first is None:
+        first = first_ms_ns(attributes, *FIRST_CHUNK_MS_KEYS)
     # OpenLIT's gen_ai.server.time_to_first_token starts after the headers, not at the call's
     # start: it is read with the trace (openlit.with_stream_start), never here.
     return first
@@ -99,7 +108,7 @@ def canonical_attributes(attributes: Mapping[str, str], duration_ns: int) -> dic
     model = first_text(attributes, *MODEL_KEYS)
     if model and not first_text(attributes, *genai.MODEL):
         result[semconv.GEN_AI_RESPONSE_MODEL] = model
-    provider = first_text(attributes, *PROVIDER_KEYS)
+    provider = provider_name(attributes)
     if provider and not attributes.get(semconv.GEN_AI_PROVIDER_NAME):
         result[semconv.GEN_AI_PROVIDER_NAME] = provider
     # Whether our SDK recorded the stream is asked only where it matters: it scans every key.
@@ -111,6 +120,8 @@ def canonical_attributes(attributes: Mapping[str, str], duration_ns: int) -> dic
     if first is not None and semconv.STREAM_FIRST_CONTENT_NS not in attributes:
         result[semconv.STREAM_FIRST_CONTENT_NS] = str(first)
         last = parse_int(attributes.get(LAST_CHUNK_NS))
+        if last is None:
+            last = first_ms_ns(attributes, *LAST_CHUNK_MS_KEYS)
         if last is None or last < first:
             last = duration_ns
         if last >= first and not _own_stream_record(attributes):
@@ -152,5 +163,10 @@ def model_name(attributes: Mapping[str, str]) -> str:
 
 
 def provider_name(attributes: Mapping[str, str]) -> str:
-    """The provider, under the current, the deprecated or another instrumentation's name."""
-    return first_text(attributes, *PROVIDER_KEYS)
+    """The provider, under the current, the deprecated or another instrumentation's name (the AI
+    SDK's ``openai.chat``, also its deprecated ``gen_ai.system``, is ``openai``)."""
+    return (
+        attributes.get(semconv.GEN_AI_PROVIDER_NAME)
+        or aisdk.provider(attributes)
+        or first_text(attributes, *PROVIDER_KEYS)
+    )

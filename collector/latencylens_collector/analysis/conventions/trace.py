@@ -1,6 +1,9 @@
 """Trace-level reading: spans that only mean something together.
 
-Two rules need the trace, both applied by :func:`resolve_trace`:
+Three rules need the trace, all applied by :func:`resolve_trace`:
+
+* **Tools inside an AI SDK call** (:func:`.aisdk.tools_beside_calls`): the AI SDK's legacy provider
+  call stays open while its tools run; it is cut at its finish and its tools become its siblings.
 
 * **Spans of the same call** (:mod:`.same_call`): when several instrumentations describe one model
   call, one span counts it and takes what it lacks from the others; the others own no time.
@@ -21,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.analysis.conventions import logfire, openlit, vllm
+from latencylens_collector.analysis.conventions import aisdk, logfire, openlit, vllm
 from latencylens_collector.analysis.conventions.lineage import Lineage
 from latencylens_collector.analysis.conventions.reading import canonical_attributes
 from latencylens_collector.analysis.conventions.same_call import (
@@ -48,9 +51,10 @@ def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
     becomes :data:`KIND_MODEL_WRAPPER` (application work); a client model call with a vLLM server
     span below it gets the server's timing; that server span becomes :data:`KIND_MODEL_SERVER`; a
     vLLM span without a client call becomes a model call of its own. First, what other spans say
-    about a model span is read into it (Logfire's stream-end log, OpenLIT's HTTP child).
+    about a model span is read into it (Logfire's stream-end log, OpenLIT's HTTP child), and an AI
+    SDK call's tools are moved out of it.
     """
-    spans = openlit.with_stream_start(logfire.resolve(spans))
+    spans = aisdk.tools_beside_calls(openlit.with_stream_start(logfire.resolve(spans)))
     lineage = Lineage(spans, is_call=is_client_call, passable=is_application_work)
     calls = find_same_calls(lineage)
     servers = [row for row in spans if vllm.is_server_span(row.attributes)]

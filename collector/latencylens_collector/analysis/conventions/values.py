@@ -33,23 +33,36 @@ def first_int(attributes: Mapping[str, str], *keys: str) -> int | None:
 
 def seconds_to_ns(value: str | None) -> int | None:
     """A duration in (fractional) seconds as integer ns; None when absent, negative or not a number."""
-    if value is None or value == "":
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    if not math.isfinite(seconds) or seconds < 0:
-        return None
-    return round(seconds * 1e9)
+    return _scaled_ns(value, 1e9)
 
 
 def first_seconds_ns(attributes: Mapping[str, str], *keys: str) -> int | None:
     """The first of ``keys`` holding a duration in seconds, as ns."""
+    return _first_scaled_ns(attributes, keys, 1e9)
+
+
+def first_ms_ns(attributes: Mapping[str, str], *keys: str) -> int | None:
+    """The first of ``keys`` holding a duration in (fractional) milliseconds, as ns."""
+    return _first_scaled_ns(attributes, keys, 1e6)
+
+
+def _scaled_ns(value: str | None, ns_per_unit: float) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        amount = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(amount) or amount < 0:
+        return None
+    return round(amount * ns_per_unit)
+
+
+def _first_scaled_ns(attributes: Mapping[str, str], keys: tuple[str, ...], ns_per_unit: float) -> int | None:
     for key in keys:
         text = attributes.get(key)
         if text:
-            value = seconds_to_ns(text)
+            value = _scaled_ns(text, ns_per_unit)
             if value is not None:
                 return value
     return None

@@ -5,8 +5,9 @@ Each body goes two ways into two databases of the same chdb: the Python path (de
 :meth:`Ingestor.ingest_bodies`; a body it did not store whole then takes the Python path, as the
 receivers do). Then every stored span and every request row must be equal (request rows but for
 ``computed_at`` and ``version``, which carry the store's insert stamps). Corpora: the fixtures
-under tests/fixtures, realistic bodies (the benchmark's and the SDK test builders'), the spans two
-foreign instrumentations produce around a real ``openai`` call, and generated bodies (hypothesis):
+under tests/fixtures (the AI SDK's among them, exported by the real packages), realistic bodies
+(the benchmark's and the SDK test builders'), the spans two foreign instrumentations produce
+around a real ``openai`` call, and generated bodies (hypothesis):
 attribute values of every kind, names every convention reads, invalid ids and times, and bytes
 mutated from a real export (the decoder fuzz test's strategy).
 """
@@ -35,7 +36,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otlp_builders import chat_trace, protobuf_body
 
 from latencylens import semconv
-from latencylens_collector.analysis.conventions import genai, openinference, openlit, openllmetry, vllm
+from latencylens_collector.analysis.conventions import aisdk, genai, openinference, openlit, openllmetry, vllm
 from latencylens_collector.analysis.conventions.content import CONTENT_KEYS
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.ingest import Ingestor
@@ -220,6 +221,31 @@ def test_content_is_dropped_and_counted_as_in_python(paths: TwoPaths) -> None:
     assert "gen_ai.prompt" not in attributes
     assert attributes["latencylens.content.dropped_attributes"] == "3"
     assert attributes["latencylens.content.dropped_bytes"] == str(3 * len("secret words é".encode()))
+
+
+def test_ai_sdk_legacy_spans_are_classified_by_the_engine_as_in_python(paths: TwoPaths) -> None:
+    """The AI SDK's legacy spans (``ai.operationId``; the fixture's own carry doubles the engine
+    leaves to Python) with plain values: the engine classifies and stores them itself, the
+    provider call as the model call and its tool as a tool, and drops their prompts and answers."""
+    base = NOW - 3600 * 10**9
+    request = ExportTraceServiceRequest.FromString(protobuf_body(chat_trace(base)))
+    spans = request.resource_spans[0].scope_spans[0].spans
+    for span, operation in zip(
+        spans[1:], ("ai.embed.doEmbed", "ai.streamText.doStream", "ai.toolCall"), strict=True
+    ):
+        kept = [
+            kv for kv in span.attributes if kv.key not in (semconv.SPAN_KIND, semconv.GEN_AI_OPERATION_NAME)
+        ]
+        del span.attributes[:]  # only the AI SDK's names: nothing else may classify the span
+        span.attributes.extend(kept)
+        span.attributes.add(key=aisdk.OPERATION_ID, value=AnyValue(string_value=operation))
+        span.attributes.add(key="ai.response.text", value=AnyValue(string_value="Sunny, 21 degrees."))
+    project, stored = paths.ingest([request.SerializeToString()])
+    assert stored == [True]
+    paths.assert_equal(project)
+    rows = _spans(paths.engine, project)
+    assert sorted(row["kind"] for row in rows) == ["model", "request", "retrieval", "tool"]
+    assert not any("ai.response.text" in dict(row["attributes"]) for row in rows)
 
 
 def test_bodies_needing_repair_or_rejection_take_the_python_path(paths: TwoPaths) -> None:
@@ -456,6 +482,7 @@ _KEYS = sorted(
         openinference.OPENINFERENCE_SPAN_KIND,
         openllmetry.LLM_REQUEST_TYPE,
         openllmetry.TRACELOOP_SPAN_KIND,
+        aisdk.OPERATION_ID,
         "logfire.span_type",
         vllm.LATENCY_KEYS[0],
         "service.name",
@@ -470,6 +497,7 @@ _WORDS = sorted(
         *genai.KIND_BY_OPERATION,
         *openlit.KIND_BY_OPERATION,
         *openinference.KIND_BY_SPAN_KIND,
+        *aisdk.KIND_BY_OPERATION_ID,
         "llm",
         "tool",
         "chat",

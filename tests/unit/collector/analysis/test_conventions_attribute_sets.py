@@ -2,7 +2,8 @@
 
 Each set copies the names its producer writes (checked against the packages' source: OpenLIT
 1.45 ``openlit/semcov``, pydantic-ai 2.68 ``_instrumentation.py``, OpenLLMetry before and after
-``opentelemetry-semantic-conventions-ai`` 0.5, OpenInference 0.1, GenAI semconv v1.41.0).
+``opentelemetry-semantic-conventions-ai`` 0.5, OpenInference 0.1, GenAI semconv v1.41.0, the AI
+SDK's ``@ai-sdk/otel`` 1.0 ``legacy-open-telemetry.ts`` and ``open-telemetry.ts``).
 """
 
 from __future__ import annotations
@@ -311,6 +312,175 @@ def test_plain_genai_names_current_and_deprecated(names: tuple[str, str, str], o
         11,
         7,
     )
+
+
+AI_SDK_CALL = {
+    # What @ai-sdk/otel 1.0's LegacyOpenTelemetry writes on the provider call of streamText
+    # (observed around @ai-sdk/openai; times are this test's own).
+    "ai.operationId": "ai.streamText.doStream",
+    "operation.name": "ai.streamText.doStream chat",
+    "ai.model.provider": "openai.chat",
+    "ai.model.id": "gpt-4.1",
+    "gen_ai.system": "openai.chat",
+    "gen_ai.request.model": "gpt-4.1",
+    "gen_ai.response.model": "gpt-4.1-2025-04-14",
+    "ai.prompt.messages": '[{"role":"user","content":[{"type":"text","text":"weather in Paris?"}]}]',
+    "ai.response.text": "Let me look.",
+    "ai.response.msToFirstChunk": 200.5,
+    "ai.response.msToFinish": 550.25,
+    "ai.usage.inputTokens": 19,
+    "ai.usage.outputTokens": 10,
+    "ai.usage.cachedInputTokens": 4,
+    "gen_ai.usage.input_tokens": 19,
+    "gen_ai.usage.output_tokens": 10,
+}
+
+
+def test_ai_sdk_legacy_spans_stream_tool_and_content() -> None:
+    """AI SDK legacy format, as it nests spans: request 0–1000; ai.streamText 100–950 (application
+    work); its provider call ai.streamText.doStream 100–900, first chunk at 200.5 ms and finish at
+    550.25 ms of it, open until the tool it asked for (ai.toolCall 700–900, its child) returned.
+    The call is cut at its finish (100–650.25) and the tool set beside it: tool 200; decode
+    550.25 − 200.5 = 349.75; model_unattributed 200.5 (before the first chunk); app_other 100 + 50
+    (the request's own) + 50 (after the tool) + 49.75 (650.25–700, between the call and the tool) =
+    249.75. ITL: 349.75 ms over 10 − 1 gaps = 38.861 ms. The provider is openai (of openai.chat);
+    the model the response's."""
+    trace = Trace()
+    root = trace.add("POST /api/chat", None, 0, 1000, kind=SpanKind.SERVER)
+    operation = trace.add(
+        "ai.streamText",
+        root,
+        100,
+        950,
+        {"ai.operationId": "ai.streamText", "ai.prompt": '{"prompt":"weather in Paris?"}'},
+    )
+    call = trace.add("ai.streamText.doStream", operation, 100, 900, AI_SDK_CALL)
+    trace.add(
+        "ai.toolCall",
+        call,
+        700,
+        900,
+        {
+            "ai.operationId": "ai.toolCall",
+            "ai.toolCall.name": "weather",
+            "ai.toolCall.args": '{"city":"Paris"}',
+        },
+    )
+    assert kinds(trace.spans) == {
+        "POST /api/chat": "request",
+        "ai.streamText": "other",
+        "ai.streamText.doStream": "model",
+        "ai.toolCall": "tool",
+    }
+    request = row_of(trace.spans)
+    assert {
+        name: request[f"{name}_ns"] for name in ("decode", "model_unattributed", "tool", "app_other")
+    } == {
+        "decode": 349_750_000,
+        "model_unattributed": 200_500_000,
+        "tool": 200 * MS,
+        "app_other": 249_750_000,
+    }
+    assert request["ttft_ns"] == 200_500_000
+    assert request["itl_ns"] == 38_861_111
+    assert (request["model"], request["provider"]) == ("gpt-4.1-2025-04-14", "openai")
+    assert (request["input_tokens"], request["output_tokens"], request["cache_read_input_tokens"]) == (
+        19,
+        10,
+        4,
+    )
+    # Prompts, completions and tool arguments are content: not stored (counted instead).
+    stored = {row.name: row.attributes for row in otlp.flatten(export_request(trace.spans)).spans}
+    assert not {"ai.prompt", "ai.prompt.messages", "ai.response.text", "ai.toolCall.args"} & {
+        key for attributes in stored.values() for key in attributes
+    }
+    assert stored["ai.streamText.doStream"]["latencylens.content.dropped_attributes"] == "2"
+
+
+def test_ai_sdk_call_without_a_finish_ends_where_its_tools_begin() -> None:
+    """A legacy generateText call (no stream, so no finish time) 100–900 holding its tool 600–900:
+    its answer had come when the tool began, so the call is 100–600 (model 500) and the tool 300
+    beside it; the request's own 100 + 100 is app_other."""
+    trace = Trace()
+    root = trace.add("POST /api/chat", None, 0, 1000, kind=SpanKind.SERVER)
+    call = trace.add(
+        "ai.generateText.doGenerate", root, 100, 900, {"ai.operationId": "ai.generateText.doGenerate"}
+    )
+    trace.add("ai.toolCall", call, 600, 900, {"ai.operationId": "ai.toolCall"})
+    assert parts_ms(row_of(trace.spans)) == {"app_other": 200, "model_unattributed": 500, "tool": 300}
+
+
+@pytest.mark.parametrize(
+    ("older", "names"),
+    [
+        (False, {"ai.usage.inputTokens": 19, "ai.usage.outputTokens": 10}),
+        (True, {"ai.usage.promptTokens": 19, "ai.usage.completionTokens": 10}),
+    ],
+    ids=["ai 5 and later", "ai 3 and 4"],
+)
+def test_ai_sdk_usage_names_of_each_release(older: bool, names: dict[str, int]) -> None:
+    """Usage only under the AI SDK's own names (no GenAI copy), as its releases wrote them."""
+    trace = Trace()
+    root = trace.add("POST /api/chat", None, 0, 1000, kind=SpanKind.SERVER)
+    trace.add(
+        "ai.generateText.doGenerate",
+        root,
+        100,
+        600,
+        {"ai.operationId": "ai.generateText.doGenerate", **names},
+    )
+    request = row_of(trace.spans)
+    assert (request["input_tokens"], request["output_tokens"]) == (19, 10)
+    assert parts_ms(request) == {"app_other": 500, "model_unattributed": 500}
+
+
+def test_ai_sdk_genai_spans_and_its_time_to_first_chunk() -> None:
+    """AI SDK's current format (@ai-sdk/otel 1.0 ``OpenTelemetry``): invoke_agent 0–1000 (the
+    request: no parent), step 1 0–1000 (agent_step: application work), chat 0–800 (the model
+    call) with gen_ai.client.operation.time_to_first_chunk 0.1205 s, execute_tool 800–1000. No
+    finish time: the stream's last chunk is the span's end, so decode is 800 − 120.5 = 679.5 ms and
+    model_unattributed 120.5 ms; tool 200."""
+    trace = Trace()
+    root = trace.add(
+        "invoke_agent gpt-4.1",
+        None,
+        0,
+        1000,
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.usage.input_tokens": 19},
+    )
+    step = trace.add("step 1", root, 0, 1000, {"gen_ai.operation.name": "agent_step"})
+    trace.add(
+        "chat gpt-4.1",
+        step,
+        0,
+        800,
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-4.1",
+            "gen_ai.response.model": "gpt-4.1-2025-04-14",
+            "gen_ai.client.operation.duration": 0.8,
+            "gen_ai.client.operation.time_to_first_chunk": 0.1205,
+            "gen_ai.usage.input_tokens": 19,
+            "gen_ai.usage.output_tokens": 10,
+        },
+        kind=SpanKind.CLIENT,
+    )
+    trace.add("execute_tool weather", step, 800, 1000, {"gen_ai.operation.name": "execute_tool"})
+    assert kinds(trace.spans) == {
+        "invoke_agent gpt-4.1": "request",
+        "step 1": "other",
+        "chat gpt-4.1": "model",
+        "execute_tool weather": "tool",
+    }
+    request = row_of(trace.spans)
+    assert {name: request[f"{name}_ns"] for name in ("decode", "model_unattributed", "tool")} == {
+        "decode": 679_500_000,
+        "model_unattributed": 120_500_000,
+        "tool": 200 * MS,
+    }
+    assert request["ttft_ns"] == 120_500_000
+    assert (request["provider"], request["input_tokens"], request["model_calls"]) == ("openai", 19, 1)
 
 
 def test_unknown_spans_are_application_work() -> None:
