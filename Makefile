@@ -33,7 +33,7 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-pytest: $(TEST_STAMP) system-tools openlit-venv
+pytest: $(TEST_STAMP) system-tools openlit-venv ai-sdk-node
 	$(NATIVE)
 	$(BIN)/pytest
 
@@ -82,6 +82,19 @@ $(OPENLIT_STAMP):
 	$(OPENLIT_VENV)/bin/python -m pip install --quiet $(OPENLIT_RUNTIME)
 	touch $@
 
+# The AI SDK test (tests/e2e/test_ai_sdk.py) runs Vercel's AI SDK in Node: its packages, pinned by
+# tests/e2e/ai_sdk/package-lock.json, installed with npm where Node is (else that test is skipped).
+AI_SDK_DIR := tests/e2e/ai_sdk
+AI_SDK_STAMP := $(AI_SDK_DIR)/node_modules/.installed
+
+.PHONY: ai-sdk-node
+ai-sdk-node: $(AI_SDK_STAMP)
+
+$(AI_SDK_STAMP): $(AI_SDK_DIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix $(AI_SDK_DIR) --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "note: npm not found, the AI SDK test will be skipped (install Node.js to run it)"; fi
+
 # The browser tests drive Debian's chromium (never a downloaded browser build) and the compose test
 # runs `docker-compose config`: install both from apt when missing (CI runs as root on Debian).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -94,4 +107,4 @@ system-tools:
 
 clean:
 	rm -rf $(VENV) $(OPENLIT_VENV) .latencylens .pytest_cache .mypy_cache .ruff_cache \
-		collector/latencylens_collector/analysis/_native
+		collector/latencylens_collector/analysis/_native $(AI_SDK_DIR)/node_modules

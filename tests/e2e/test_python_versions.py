@@ -109,7 +109,9 @@ def test_make_takes_a_newer_python_when_python3_is_too_old(tmp_path: Path) -> No
     (shims / "python3").symlink_to(oldest)
     newer = f"python{sys.version_info.major}.{sys.version_info.minor}"
     (shims / newer).symlink_to(sys.executable)
-    done = _make(tmp_path, "-n", "test", path=f"{shims}:/usr/bin:/bin")
+    done = _make(
+        tmp_path, "-n", ".venv/.installed-test", path=f"{shims}:/usr/bin:/bin"
+    )  # what make test installs first
     assert done.returncode == 0, done.stderr
     assert f"{newer} -m venv .venv" in done.stdout
 
