@@ -1,9 +1,10 @@
 """A TypeScript app on Vercel's AI SDK, traced by the SDK's own OpenTelemetry integrations (the
-current GenAI one and the legacy ``ai.*`` one), exporting over OTLP/HTTP to a real collector. The
-real ``ai``, ``@ai-sdk/openai`` and ``@ai-sdk/otel`` packages run in Node (``ai_sdk/app.mjs``)
-against an OpenAI-compatible replay server: one chat request whose agent asks for a tool, runs it
-and answers. The request row must show two model calls, their first chunks where the server sent
-them, the tool, the provider's usage, and no prompt or completion stored.
+current GenAI one and the legacy ``ai.*`` one), exporting over OTLP/HTTP (protobuf, and the
+JavaScript SDK's JSON) to a real collector. The real ``ai``, ``@ai-sdk/openai`` and
+``@ai-sdk/otel`` packages run in Node (``ai_sdk/app.mjs``) against an OpenAI-compatible replay
+server: one chat request whose agent asks for a tool, runs it and answers. The request row must
+show two model calls, their first chunks where the server sent them, the tool, the provider's
+usage, and no prompt or completion stored.
 
 Needs Node.js and the packages of ``ai_sdk/package-lock.json`` (``make ai-sdk-node``, run by
 ``make test``); skipped with that reason otherwise."""
@@ -74,7 +75,7 @@ def provider() -> ReplayServer:
     server.close()
 
 
-def _run_app(collector, provider: ReplayServer, telemetry: str) -> str:
+def _run_app(collector, provider: ReplayServer, telemetry: str, encoding: str) -> str:
     node = shutil.which("node")
     if node is None or not NODE_MODULES.is_dir():
         pytest.skip("Node.js or the AI SDK's packages are missing (make ai-sdk-node)")
@@ -83,15 +84,21 @@ def _run_app(collector, provider: ReplayServer, telemetry: str) -> str:
         "PROVIDER_URL": provider.url,
         "OTLP_URL": f"{collector.url}/v1/traces",
         "TELEMETRY": telemetry,
+        "OTLP_ENCODING": encoding,
     }
     done = subprocess.run([node, str(APP)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("telemetry", ["genai", "legacy"])
-def test_an_ai_sdk_agent_request_is_attributed(collector, provider: ReplayServer, telemetry: str) -> None:
-    trace_id = _run_app(collector, provider, telemetry)
+@pytest.mark.parametrize(
+    ("telemetry", "encoding"), [("genai", "protobuf"), ("legacy", "protobuf"), ("legacy", "json")]
+)
+def test_an_ai_sdk_agent_request_is_attributed(
+    collector, provider: ReplayServer, telemetry: str, encoding: str
+) -> None:
+    """``encoding``: the JavaScript SDK's OTLP/HTTP exporter, protobuf or its own JSON."""
+    trace_id = _run_app(collector, provider, telemetry, encoding)
     detail = queries.request_detail(collector.store, DEFAULT_PROJECT, trace_id)
     assert detail is not None
     assert (detail.name, detail.service) == ("POST /api/chat", "ai-sdk-chat")

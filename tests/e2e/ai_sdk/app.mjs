@@ -1,11 +1,13 @@
 // One chat request of a TypeScript app on Vercel's AI SDK: a route span, then streamText with a
 // tool (two provider calls: one asks for the tool, one answers), traced by the AI SDK's
-// OpenTelemetry integration and exported over OTLP/HTTP (protobuf) to a LatencyLens collector.
+// OpenTelemetry integration and exported over OTLP/HTTP to a LatencyLens collector.
 //
 // Environment: PROVIDER_URL (an OpenAI-compatible server), OTLP_URL (the collector's /v1/traces),
-// TELEMETRY ("genai" for OpenTelemetry, "legacy" for LegacyOpenTelemetry). Prints the trace id.
+// TELEMETRY ("genai" for OpenTelemetry, "legacy" for LegacyOpenTelemetry), OTLP_ENCODING
+// ("protobuf", or "json": the JavaScript SDK's JSON exporter). Prints the trace id.
 import { trace, SpanKind } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { createOpenAI } from '@ai-sdk/openai';
@@ -14,7 +16,13 @@ import { jsonSchema, registerTelemetry, stepCountIs, streamText, tool } from 'ai
 
 const provider = new NodeTracerProvider({
   resource: resourceFromAttributes({ 'service.name': 'ai-sdk-chat' }),
-  spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: process.env.OTLP_URL }))],
+  spanProcessors: [
+    new BatchSpanProcessor(
+      process.env.OTLP_ENCODING === 'json'
+        ? new JsonExporter({ url: process.env.OTLP_URL })
+        : new ProtobufExporter({ url: process.env.OTLP_URL }),
+    ),
+  ],
 });
 provider.register();
 registerTelemetry(process.env.TELEMETRY === 'legacy' ? new LegacyOpenTelemetry() : new OpenTelemetry());
