@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
@@ -17,19 +19,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import latencylens
 
+# The tests' payloads need only the standard library, so they load where only the SDK is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from provider_payloads import GROQ_USAGE
+
 # Groq's documented chat completion usage, and an OpenAI-style stream: two content chunks, then usage.
-GROQ = {
-    "model": "llama-3.3-70b-versatile",
-    "usage": {
-        "queue_time": 0.041905864,
-        "prompt_tokens": 45,
-        "prompt_time": 0.003940145,
-        "completion_tokens": 662,
-        "completion_time": 2.652230333,
-        "total_tokens": 707,
-        "total_time": 2.656170478,
-    },
-}
+GROQ = {"model": "llama-3.3-70b-versatile", "usage": dict(GROQ_USAGE)}
 CHUNKS = [
     {"choices": [{"delta": {"content": "Hel"}}]},
     {"choices": [{"delta": {"content": "lo"}}]},

@@ -11,19 +11,10 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from provider_payloads import GROQ_USAGE
 
 import latencylens
 from latencylens import _lifecycle, semconv
-
-GROQ_USAGE = {
-    "queue_time": 0.041905864,
-    "prompt_tokens": 45,
-    "prompt_time": 0.003940145,
-    "completion_tokens": 662,
-    "completion_time": 2.652230333,
-    "total_tokens": 707,
-    "total_time": 2.656170478,
-}
 
 
 def groq_chunk(text: str, final: bool = False) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import pydantic
 import pytest
 from groq.types.chat import ChatCompletion as GroqChatCompletion
 from groq.types.chat import ChatCompletionChunk as GroqChatCompletionChunk
+from provider_payloads import GROQ_USAGE
 
 from latencylens import semconv
 from latencylens.providers import get_adapter
@@ -24,15 +25,6 @@ from latencylens.providers._base import CheckedAttributes, field_of, fields_of
 from latencylens.providers._chat import has_content
 from latencylens.providers.groq import GroqAdapter
 
-USAGE = {
-    "queue_time": 0.041905864,
-    "prompt_tokens": 45,
-    "prompt_time": 0.003940145,
-    "completion_tokens": 662,
-    "completion_time": 2.652230333,
-    "total_tokens": 707,
-    "total_time": 2.656170478,
-}
 REPLY: dict[str, Any] = {
     "id": "chatcmpl-7eb08824",
     "object": "chat.completion",
@@ -42,7 +34,7 @@ REPLY: dict[str, Any] = {
         {"index": 0, "message": {"role": "assistant", "content": "Queue."}, "finish_reason": "stop"},
         {"index": 1, "message": {"role": "assistant", "content": "Decode."}, "finish_reason": "length"},
     ],
-    "usage": USAGE,
+    "usage": GROQ_USAGE,
     "x_groq": {"id": "req_01kh52ndshfr2azv0xe6tnv4fx"},
 }
 
@@ -61,7 +53,7 @@ def _variant(change: str) -> dict[str, Any]:
         usage["prompt_tokens_details"] = {"cached_tokens": 40}
         usage["completion_tokens_details"] = {"reasoning_tokens": 12}
     elif change == "timed x_groq.usage":
-        reply["x_groq"]["usage"] = dict(USAGE, queue_time=0.5)
+        reply["x_groq"]["usage"] = dict(GROQ_USAGE, queue_time=0.5)
     elif change == "cache-stat x_groq.usage":
         reply["x_groq"]["usage"] = {"dram_cached_tokens": 10, "sram_cached_tokens": 0}
     elif change == "no finish reason":
@@ -155,7 +147,7 @@ def test_fast_groq_attributes_are_marked_checked_only_when_every_value_was_check
     assert attributes == state.usage().to_attributes()
 
 
-# USAGE worked by hand: queue 0.041905864 s = 41_905_864 ns; prompt 0.003940145 s = 3_940_145 ns;
+# GROQ_USAGE worked by hand: queue 0.041905864 s = 41_905_864 ns; prompt 0.003940145 s = 3_940_145 ns;
 # completion 2.652230333 s = 2_652_230_333 ns; server total = queue + total_time
 # = 41_905_864 + 2_656_170_478 = 2_698_076_342 ns (derived: Groq's total excludes the queue).
 USAGE_WORKED: dict[str, Any] = {
@@ -240,7 +232,7 @@ def _chunk(delta: dict[str, Any], finish: str | None = None, usage: bool = False
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
     if usage:
-        body["x_groq"] = {"id": "req_1", "usage": USAGE}
+        body["x_groq"] = {"id": "req_1", "usage": GROQ_USAGE}
     return body
 
 
@@ -274,14 +266,14 @@ def _stream_variant(change: str) -> list[dict[str, Any]]:
     final = _chunk({}, "stop")
     final["x_groq"] = {"id": "req_1", "usage": reply["usage"]} if "usage" in reply else {"id": "req_1"}
     if change == "timed x_groq.usage":  # a stream with both: the top-level one as include_usage sends it
-        final["usage"] = dict(USAGE)
+        final["usage"] = dict(GROQ_USAGE)
     elif change == "top-level usage only":
         final["usage"] = final["x_groq"].pop("usage")
     elif change == "cache-stat x_groq.usage":
-        final["usage"] = dict(USAGE)
+        final["usage"] = dict(GROQ_USAGE)
         final["x_groq"]["usage"] = reply["x_groq"]["usage"]
     elif change == "x_groq.usage with total_time only":  # still the timed one: read from there
-        final["usage"] = dict(USAGE)
+        final["usage"] = dict(GROQ_USAGE)
         final["x_groq"]["usage"] = {"total_time": 2.656170478}
     chunks = [first, _chunk({"content": "a"}), final]
     if change == "no finish reason":
