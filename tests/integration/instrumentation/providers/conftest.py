@@ -1,5 +1,6 @@
-"""Fixtures for provider tests: the shared replay server. The in-memory OTel pipeline (``spans``)
-and the internal-error check come from the SDK fixtures (``../conftest.py``)."""
+"""Fixtures for provider tests: the shared replay server, and ``undo``, which undoes a test's
+instrumentations. The in-memory OTel pipeline (``spans``) and the internal-error check come from the
+SDK fixtures (``../conftest.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from provider_replay import ReplayServer
+
+import latencylens
 
 
 @pytest.fixture
@@ -22,3 +25,17 @@ def replay() -> Iterator[Callable[[], ReplayServer]]:
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def undo() -> Iterator[Callable[[latencylens.Instrumentation], latencylens.Instrumentation]]:
+    """Keep instrumentations made by a test and undo them afterwards."""
+    made: list[latencylens.Instrumentation] = []
+
+    def keep(handle: latencylens.Instrumentation) -> latencylens.Instrumentation:
+        made.append(handle)
+        return handle
+
+    yield keep
+    for handle in made:
+        handle.undo()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -44,20 +44,6 @@ from latencylens import semconv
 Spans = Callable[[], list[ReadableSpan]]
 Replay = Callable[[], ReplayServer]
 MESSAGES = [{"role": "user", "content": "hi"}]
-
-
-@pytest.fixture
-def undo() -> Iterator[Callable[[latencylens.Instrumentation], latencylens.Instrumentation]]:
-    """Keep instrumentations made by a test and undo them afterwards."""
-    made: list[latencylens.Instrumentation] = []
-
-    def keep(handle: latencylens.Instrumentation) -> latencylens.Instrumentation:
-        made.append(handle)
-        return handle
-
-    yield keep
-    for handle in made:
-        handle.undo()
 
 
 def traceparent_of(span: ReadableSpan) -> str:

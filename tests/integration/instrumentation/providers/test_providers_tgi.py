@@ -50,6 +50,15 @@ def fetch_request(url: str, trace_id: str, timeout_s: float = 20.0) -> dict[str,
     return body
 
 
+def export_and_fetch(finished: list[ReadableSpan], url: str) -> dict[str, Any]:
+    """Export the spans with the real OTLP/HTTP exporter to the collector at ``url``; the request's
+    breakdown as its API returns it."""
+    exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces")
+    assert exporter.export(finished) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+    return fetch_request(url, f"{finished[0].context.trace_id:032x}")
+
+
 def model_span(detail: dict[str, Any]) -> dict[str, Any]:
     def walk(span: dict[str, Any]) -> list[dict[str, Any]]:
         return [span, *(s for child in span["children"] for s in walk(child))]
@@ -76,10 +85,7 @@ def test_tgi_request_shows_queue_inference_not_split_and_the_servers_other_time(
     assert ask() == "Hi"
     finished = spans()
     assert len(finished) == 2  # the request and one model call
-    exporter = OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces")
-    assert exporter.export(finished) == SpanExportResult.SUCCESS
-    exporter.shutdown()
-    detail = fetch_request(collector.url, f"{finished[0].context.trace_id:032x}")
+    detail = export_and_fetch(finished, collector.url)
 
     parts, provenance = detail["parts"], detail["provenance"]
     # TGI's headers (router/src/server.rs; the provider-timing reference's reconstructed example):

@@ -831,19 +831,6 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def undo() -> Iterator[Callable[[latencylens.Instrumentation], latencylens.Instrumentation]]:
-    made: list[latencylens.Instrumentation] = []
-
-    def keep(handle: latencylens.Instrumentation) -> latencylens.Instrumentation:
-        made.append(handle)
-        return handle
-
-    yield keep
-    for handle in made:
-        handle.undo()
-
-
 def _run_twice(sdk: Sdk, case: Case, url: str, is_async: bool) -> tuple[list[Any], int]:
     """What two calls returned (the first warms the SDK), and when the second returned."""
     results: list[Any] = []
