@@ -398,3 +398,120 @@ def gemini_response(text: str, usage: bool = True, finish: bool = True) -> dict[
             "thoughtsTokenCount": 5,
         }
     return body
+
+
+# SGLang's documented native /generate reply (docs/basic_usage/send_request.ipynb, output of the
+# first /generate request; the text is ours): meta_info as the server sends it without metrics.
+SGLANG_META = {
+    "id": "49fa36ead40e4aa5874ba0df46dee79d",
+    "finish_reason": {"type": "length", "length": 32},
+    "prompt_tokens": 5,
+    "weight_version": "default",
+    "num_retractions": 0,
+    "reasoning_tokens": 0,
+    "completion_tokens": 32,
+    "cached_tokens": 2,
+    "cached_tokens_details": {"device": 2, "host": 0},
+    "dp_rank": None,
+    "e2e_latency": 0.23950170911848545,
+    "response_sent_to_client_ts": 1780931883.1074142,
+}
+# What --enable-metrics adds to the final meta_info (field names from
+# python/sglang/srt/observability/req_time_stats.py; no documented example carries values, so these
+# are chosen inside the documented e2e_latency and exactly representable in binary, so the expected
+# ns are exact): queue 1/128 s, inference 7/32 s, prefill finished 1/64 s after the forward entry.
+SGLANG_METRICS = {
+    "queue_time": 0.0078125,
+    "inference_time": 0.21875,
+    "forward_entry_time": 1780931882.875,
+    "prefill_finished_time": 1780931882.890625,
+    "prefill_waiting_latency": 0.0009765625,
+    "prefill_launch_latency": 0.0146484375,
+    "request_received_ts": 1780931882.854248,  # request_finished_ts − e2e_latency
+    "request_finished_ts": 1780931883.09375,
+}
+
+
+def sglang_generate(metrics: bool = False) -> dict[str, Any]:
+    """A native ``/generate`` reply: ``text``, ``output_ids`` and ``meta_info``."""
+    meta = {**SGLANG_META, **(SGLANG_METRICS if metrics else {})}
+    return {"text": " Paris. It is the capital of France.", "output_ids": list(range(32)), "meta_info": meta}
+
+
+def sglang_generate_chunks(texts: list[str]) -> list[dict[str, Any]]:
+    """A native ``/generate`` stream: cumulative ``text``, ``meta_info`` on every chunk with the running
+    ``completion_tokens``; the last chunk carries the final meta_info with metrics."""
+    chunks = []
+    text = ""
+    for index, part in enumerate(texts[:-1]):
+        text += part
+        meta = {
+            "id": SGLANG_META["id"],
+            "finish_reason": None,
+            "prompt_tokens": 5,
+            "completion_tokens": index + 1,
+            "cached_tokens": 2,
+            "queue_time": SGLANG_METRICS["queue_time"],
+        }
+        chunks.append({"text": text, "output_ids": list(range(index + 1)), "meta_info": meta})
+    final = sglang_generate(metrics=True)
+    final["text"] = text + texts[-1]
+    chunks.append(final)
+    return chunks
+
+
+def sglang_chat_completion(meta_info: bool) -> dict[str, Any]:
+    """``/v1/chat/completions``; with ``return_meta_info`` each choice carries the native meta_info."""
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": "Paris."},
+        "finish_reason": "length",
+    }
+    if meta_info:
+        choice["meta_info"] = {**SGLANG_META, **SGLANG_METRICS}
+    return {
+        "id": SGLANG_META["id"],
+        "object": "chat.completion",
+        "created": 1,
+        "model": "qwen/qwen2.5-0.5b-instruct",
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": 5,
+            "completion_tokens": 32,
+            "total_tokens": 37,
+            "prompt_tokens_details": {"cached_tokens": 2},
+            "reasoning_tokens": 0,
+        },
+    }
+
+
+# NVIDIA NIM per-request metrics (experimental; NIM_PER_REQ_METRICS_ENABLE=1): field names from the
+# NIM for LLMs "Per-Request Metrics" page; values as in the provider-timing reference's example.
+NIM_STATS = {
+    "type": "NIM LLM Model Stats",
+    "version": "0.1.0",
+    "llm_input_token_length": 512,
+    "llm_output_token_length": 64,
+    "generation_time_in_ms": 800.0,
+    "time_in_queue_in_ms": 10.0,
+    "response_tokens": {
+        "response_token_length": 64,
+        "time_to_first_token_in_ms": 110.0,
+        "token_to_token_time_in_ms": 12.0,
+        "tokens_per_second": 80.0,
+    },
+}
+
+
+def nim_chat_completion(usage: bool = True) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": "chat-5ba1c0a4d1b64b0e9c6f1b0e2f5d8a1c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "meta/llama-3.1-8b-instruct",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+        "stats": dict(NIM_STATS),
+    }
+    if usage:
+        body["usage"] = {"prompt_tokens": 512, "completion_tokens": 64, "total_tokens": 576}
+    return body

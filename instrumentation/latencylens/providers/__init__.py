@@ -23,8 +23,11 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "groq": ("latencylens.providers.groq", "GroqAdapter"),
     "llama.cpp": ("latencylens.providers.llamacpp", "LlamaCppAdapter"),
     "llamacpp": ("latencylens.providers.llamacpp", "LlamaCppAdapter"),
+    "nim": ("latencylens.providers.nim", "NIMAdapter"),
+    "nvidia.nim": ("latencylens.providers.nim", "NIMAdapter"),
     "ollama": ("latencylens.providers.ollama", "OllamaAdapter"),
     "openai": ("latencylens.providers.openai", "OpenAIAdapter"),
+    "sglang": ("latencylens.providers.sglang", "SGLangAdapter"),
     "tgi": ("latencylens.providers.tgi", "TGIAdapter"),
     "vllm": ("latencylens.providers.vllm", "VLLMAdapter"),
 }

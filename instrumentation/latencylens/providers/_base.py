@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from math import isfinite
 from operator import attrgetter
 from typing import Any, Protocol
 
@@ -280,20 +281,26 @@ def header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 
 def seconds_to_ns(value: Any) -> int | None:
-    """Provider seconds (float) to integer ns, rounded; ``None`` when absent or not a number."""
+    """Provider seconds (float) to integer ns, rounded; ``None`` when absent, not a number or not
+    finite (JSON parsers accept ``NaN`` and ``Infinity``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if type(value) is float and not isfinite(value):
         return None
     return round(value * 1_000_000_000)
 
 
 def ms_to_ns(value: Any) -> int | None:
-    """Provider milliseconds (float, int or numeric string) to integer ns, rounded."""
+    """Provider milliseconds (float, int or numeric string) to integer ns, rounded; ``None`` as for
+    :func:`seconds_to_ns`."""
     if isinstance(value, str):
         try:
             value = float(value)
         except ValueError:
             return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if type(value) is float and not isfinite(value):
         return None
     return round(value * 1_000_000)
 

@@ -11,10 +11,12 @@ import pytest
 from groq.types.chat import ChatCompletion as GroqChatCompletion
 from groq.types.chat import ChatCompletionChunk as GroqChatCompletionChunk
 from opentelemetry.sdk.trace import ReadableSpan
+from provider_payloads import NIM_STATS, nim_chat_completion, sglang_generate
 
 import latencylens
 from latencylens import semconv
 from latencylens.providers import get_adapter, known_providers
+from latencylens.providers._base import seconds_to_ns
 from latencylens.providers.groq import GroqAdapter
 from latencylens.providers.openai import OpenAIAdapter
 
@@ -236,16 +238,19 @@ def test_registry_falls_back_to_openai_compatible_but_keeps_the_name() -> None:
         "groq",
         "llama.cpp",
         "llamacpp",
+        "nim",
+        "nvidia.nim",
         "ollama",
         "openai",
+        "sglang",
         "tgi",
         "vllm",
     ]
     assert isinstance(get_adapter("groq"), GroqAdapter)
     assert get_adapter("Groq").name == "Groq"
-    fallback = get_adapter("sglang")
+    fallback = get_adapter("lmdeploy")
     assert type(fallback) is OpenAIAdapter
-    assert fallback.name == "sglang"
+    assert fallback.name == "lmdeploy"
 
 
 def test_unknown_provider_name_is_kept_on_the_span(spans: Spans) -> None:
@@ -304,3 +309,49 @@ def test_response_that_breaks_the_adapter_still_returns(spans: Spans, allow_inte
     values = spans()[0].attributes or {}
     assert values[semconv.PROVIDER_EXTRACT_ERRORS] == 1
     assert semconv.ERROR_TYPE not in values
+
+
+def sglang_reply(**meta: Any) -> dict[str, Any]:
+    reply = sglang_generate(metrics=True)
+    reply["meta_info"].update(meta)
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("meta", "why"),
+    [
+        ({"prefill_finished_time": 1780931882.75}, "prefill finished before the forward entry"),
+        ({"inference_time": 0.0078125}, "prefill (1/64 s) longer than the whole inference (1/128 s)"),
+        ({"forward_entry_time": "1780931882.875"}, "a timestamp that is not a number"),
+        ({"prefill_finished_time": float("nan")}, "a timestamp that is not finite"),
+    ],
+)
+def test_sglang_split_is_left_out_when_its_timestamps_cannot_be_trusted(
+    meta: dict[str, Any], why: str
+) -> None:
+    usage = get_adapter("sglang").extract(sglang_reply(**meta))
+    assert (usage.prefill_ns, usage.decode_ns) == (None, None), why
+    assert usage.inference_ns == seconds_to_ns(sglang_reply(**meta)["meta_info"]["inference_time"])
+    assert usage.server_total_ns == 239_501_709  # e2e_latency 0.23950170911848545 s, rounded
+    assert usage.derived == frozenset()
+
+
+def test_sglang_finish_reason_as_an_object_or_a_string_and_hostile_timings() -> None:
+    adapter = get_adapter("sglang")
+    assert adapter.extract(sglang_reply(finish_reason="stop")).finish_reasons == ["stop"]
+    assert adapter.extract(sglang_reply(finish_reason={"type": "abort", "message": "x"})).finish_reasons == [
+        "abort"
+    ]
+    hostile = adapter.extract(sglang_reply(e2e_latency=float("inf"), queue_time="soon", finish_reason=[1]))
+    assert (hostile.server_total_ns, hostile.queue_ns, hostile.finish_reasons) == (None, None, [])
+    assert hostile.fields_missing == ["meta_info.e2e_latency", "meta_info.queue_time"]
+    assert hostile.input_tokens == 5  # what was valid is kept
+
+
+def test_nim_stats_with_hostile_values_keep_what_is_valid() -> None:
+    reply = nim_chat_completion(usage=False)
+    reply["stats"] = {**NIM_STATS, "generation_time_in_ms": "NaN", "llm_output_token_length": "64"}
+    usage = get_adapter("nim").extract(reply)
+    assert (usage.inference_ns, usage.output_tokens) == (None, None)
+    assert usage.queue_ns == 10_000_000 and usage.input_tokens == 512  # 10.0 ms; 512 tokens
+    assert usage.fields_missing == ["stats.llm_output_token_length", "stats.generation_time_in_ms"]

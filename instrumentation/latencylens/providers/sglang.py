@@ -1,0 +1,120 @@
+"""SGLang: server timing in ``meta_info``, on the native ``/generate`` API and, on request, beside
+each choice of its OpenAI-compatible API.
+
+Native ``/generate`` replies (and every chunk of their SSE stream) carry ``meta_info`` with
+``prompt_tokens``, ``completion_tokens`` (a running total in streams), ``cached_tokens``,
+``reasoning_tokens``, ``id`` and ``finish_reason`` (an object: ``{"type": "length", ...}``). The
+final one adds ``e2e_latency``: seconds from the tokenizer manager receiving the request to its
+finish, the server total. Started with ``--enable-metrics``, it also gives ``queue_time`` (seconds
+in the scheduler's wait queue), ``inference_time`` (seconds from entering the forward pass to the
+finish: prefill + decode) and the epoch timestamps ``forward_entry_time`` and
+``prefill_finished_time``, both from the server's one calibrated clock; their difference is prefill
+and ``inference_time`` minus it is decode (both derived; without the timestamps inference stays
+unsplit). ``/v1/chat/completions`` reports OpenAI ``usage`` (``reasoning_tokens`` beside the
+counts); with ``"return_meta_info": true`` (non-streamed only) each choice carries the same
+``meta_info``, read from the first choice. Streamed text is cumulative unless the server streams
+increments; either way a chunk is content when its ``text`` differs from the chunk before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from latencylens.providers._base import Usage, field_of, nonempty_text, seconds_to_ns, take_int, take_seconds
+from latencylens.providers._chat import USAGE_PATHS, ChatCompletionsAdapter, ChatStreamState, read_token_usage
+
+_SPLIT_DERIVED = frozenset({"prefill", "decode"})
+
+
+def _meta_info(holder: Any) -> tuple[Any, bool]:
+    """``(meta_info, native)``: the top-level block of a native reply, else the first choice's."""
+    meta = field_of(holder, "meta_info")
+    if meta is not None:
+        return meta, True
+    choices = field_of(holder, "choices")
+    if isinstance(choices, (list, tuple)) and choices:
+        return field_of(choices[0], "meta_info"), False
+    return None, False
+
+
+def _read_native_counts(meta: Any, out: Usage) -> None:
+    out.input_tokens = take_int(meta, "prompt_tokens", "meta_info.prompt_tokens", out, expected=True)
+    out.output_tokens = take_int(meta, "completion_tokens", "meta_info.completion_tokens", out, expected=True)
+    out.cache_read_input_tokens = take_int(
+        meta, "cached_tokens", "meta_info.cached_tokens", out, expected=False
+    )
+    out.reasoning_output_tokens = take_int(
+        meta, "reasoning_tokens", "meta_info.reasoning_tokens", out, expected=False
+    )
+    response_id = field_of(meta, "id")
+    if isinstance(response_id, str):
+        out.response_id = response_id
+    reason = field_of(meta, "finish_reason")
+    kind = field_of(reason, "type") if reason is not None and not isinstance(reason, str) else reason
+    if isinstance(kind, str) and kind:
+        out.finish_reasons.append(kind)
+
+
+def _read_timings(meta: Any, out: Usage) -> None:
+    out.server_total_ns = take_seconds(meta, "e2e_latency", "meta_info.e2e_latency", out, expected=True)
+    out.queue_ns = take_seconds(meta, "queue_time", "meta_info.queue_time", out, expected=True)
+    out.inference_ns = take_seconds(meta, "inference_time", "meta_info.inference_time", out, expected=False)
+    entered = field_of(meta, "forward_entry_time")
+    prefilled = field_of(meta, "prefill_finished_time")
+    inference = out.inference_ns
+    if inference is None or seconds_to_ns(entered) is None or seconds_to_ns(prefilled) is None:
+        return
+    prefill = seconds_to_ns(prefilled - entered)  # subtract first: epoch seconds × 1e9 loses ns
+    if (
+        prefill is not None and 0 <= prefill <= inference
+    ):  # anything else is a clock the split cannot trust: leave it unsplit
+        out.prefill_ns, out.decode_ns = prefill, inference - prefill
+        out.derived = _SPLIT_DERIVED
+        out.fields_reported += ("meta_info.forward_entry_time", "meta_info.prefill_finished_time")
+
+
+class SGLangAdapter(ChatCompletionsAdapter):
+    """Token counts from ``usage`` or ``meta_info``; server total, queue and inference from ``meta_info``."""
+
+    def __init__(self, name: str = "sglang") -> None:
+        super().__init__(name)
+
+    def read_usage(self, holder: Any, out: Usage) -> None:
+        meta, native = _meta_info(holder)
+        if native:
+            _read_native_counts(meta, out)
+        else:
+            usage = field_of(holder, "usage")
+            read_token_usage(usage, USAGE_PATHS, out)
+            if out.reasoning_output_tokens is None and usage is not None:  # SGLang puts it beside the counts
+                out.reasoning_output_tokens = take_int(
+                    usage, "reasoning_tokens", "usage.reasoning_tokens", out, expected=False
+                )
+        _read_timings(meta, out)
+
+    def carries_usage(self, chunk: Any) -> bool:
+        return field_of(chunk, "usage") is not None or field_of(chunk, "meta_info") is not None
+
+    def new_stream_state(self) -> SGLangStreamState:
+        return SGLangStreamState(self)
+
+
+class SGLangStreamState(ChatStreamState):
+    """OpenAI chat chunks, or native ``/generate`` chunks whose content is a changed ``text``."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, adapter: SGLangAdapter) -> None:
+        super().__init__(adapter)
+        self._text = ""
+
+    def record_chunk(self, chunk: Any) -> bool:
+        meta = field_of(chunk, "meta_info")
+        if meta is None:
+            return super().record_chunk(chunk)
+        self._usage_chunk = chunk  # every native chunk has meta_info; the last one has the totals
+        text = field_of(chunk, "text")
+        if not nonempty_text(text) or text == self._text:
+            return False
+        self._text = text
+        return True
