@@ -46,6 +46,7 @@ MODULES: Final = (
     "conventions/openllmetry",
     "conventions/reading",
     "conventions/same_call",
+    "conventions/sglang",
     "conventions/trace",
     "conventions/values",
     "conventions/vllm",

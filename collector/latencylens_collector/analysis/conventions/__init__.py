@@ -10,7 +10,8 @@ convention (another instrumentation's names, a server's own span) is taught here
 * :mod:`.openlit` — OpenLIT's own timing and usage names;
 * :mod:`.logfire` — Logfire's log records, stream-end records and message templates, pydantic-ai's
   time-to-first-chunk name;
-* :mod:`.vllm` — vLLM's ``llm_request`` server span;
+* :mod:`.vllm` — vLLM's ``llm_request`` server span; :mod:`.sglang` — SGLang's ``Req`` span, which
+  reuses vLLM's latency names with other boundaries;
 * :mod:`.aisdk` — Vercel's AI SDK (TypeScript): its legacy ``ai.*`` spans and the names of its own;
 * :mod:`.reading` — one span's facts under our names; :mod:`.trace` — facts that need the trace.
 * :mod:`.same_call` — spans of one model call counted once; :mod:`.lineage` — ancestors in one pass.

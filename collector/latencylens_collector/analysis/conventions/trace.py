@@ -7,12 +7,13 @@ Three rules need the trace, all applied by :func:`resolve_trace`:
 
 * **Spans of the same call** (:mod:`.same_call`): when several instrumentations describe one model
   call, one span counts it and takes what it lacks from the others; the others own no time.
-* **vLLM server spans**: vLLM's ``llm_request`` span is a descendant of the client's model-call
-  span. Its reported queue, prefill and decode replace whatever the client estimated for that call,
-  network becomes client duration − server e2e, and the server span itself is not counted again
-  (not as app time, not as a second model call). A vLLM span with no client model call above it
-  (vLLM called without trace context) is the model call itself: its duration is the server's e2e
-  and it has no network.
+* **vLLM and SGLang server spans**: vLLM's ``llm_request`` span (SGLang's ``Req`` span) is a
+  descendant of the client's model-call span. Its reported queue, prefill and decode replace
+  whatever the client estimated for that call (SGLang's decode and total fill what the client did
+  not report: :mod:`.sglang`), network becomes client duration − server e2e, and the server span
+  itself is not counted again (not as app time, not as a second model call). A server span with no
+  client model call above it (the server called without trace context) is the model call itself:
+  its duration is the server's e2e and it has no network.
 
 Ancestors are found in one pass (:class:`.lineage.Lineage`), so a deep trace costs linear time.
 """
@@ -24,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from latencylens import semconv
-from latencylens_collector.analysis.conventions import aisdk, logfire, openlit, vllm
+from latencylens_collector.analysis.conventions import aisdk, logfire, openlit, sglang, vllm
 from latencylens_collector.analysis.conventions.lineage import Lineage
 from latencylens_collector.analysis.conventions.reading import canonical_attributes
 from latencylens_collector.analysis.conventions.same_call import (
@@ -119,33 +120,53 @@ def _latest_server_per_client(
     return chosen
 
 
+_SERVER_TIMING_KEYS: Final = (
+    semconv.PROVIDER_QUEUE_NS,
+    semconv.PROVIDER_PREFILL_NS,
+    semconv.PROVIDER_DECODE_NS,
+    semconv.PROVIDER_INFERENCE_NS,
+    semconv.PROVIDER_SERVER_TOTAL_NS,
+)
+
+
+def _server_reading(attributes: Mapping[str, str]) -> tuple[dict[str, int], str]:
+    """A server span's reported timing and the provider it names: SGLang's or vLLM's."""
+    if sglang.is_server_span(attributes):
+        return sglang.server_timing(attributes), sglang.PROVIDER
+    return vllm.server_timing(attributes), vllm.PROVIDER
+
+
 def _with_server_timing(client: Mapping[str, str], server: SpanRow) -> dict[str, str]:
-    """The client's attributes with the server's reported times; usage and model fill gaps."""
+    """The client's attributes with the server's reported times; usage and model fill gaps.
+
+    vLLM's times replace the client's (they are the same server's, and finer than any estimate).
+    SGLang's span says less than its replies do (decode and total only), so the times the client
+    reported from ``meta_info`` are kept and the span fills only what they lack."""
     merged = dict(client)
-    for key in (
-        semconv.PROVIDER_QUEUE_NS,
-        semconv.PROVIDER_PREFILL_NS,
-        semconv.PROVIDER_DECODE_NS,
-        semconv.PROVIDER_SERVER_TOTAL_NS,
-    ):
-        merged.pop(key, None)
-    merged.update({key: str(value) for key, value in vllm.server_timing(server.attributes).items()})
+    timing, provider = _server_reading(server.attributes)
+    if provider == sglang.PROVIDER:
+        for key, ns in timing.items():
+            merged.setdefault(key, str(ns))
+    else:
+        for key in _SERVER_TIMING_KEYS:
+            merged.pop(key, None)
+        merged.update({key: str(value) for key, value in timing.items()})
     for key, value in canonical_attributes(server.attributes, server.duration_ns).items():
         if key.startswith(("gen_ai.usage.", semconv.GEN_AI_RESPONSE_MODEL)):
             merged.setdefault(key, value)
-    merged.setdefault(semconv.GEN_AI_PROVIDER_NAME, vllm.PROVIDER)
+    merged.setdefault(semconv.GEN_AI_PROVIDER_NAME, provider)
     merged.update(vllm.reported_first_token(merged, server.attributes))  # when the client has none
     return merged
 
 
 def _server_as_model_call(row: SpanRow) -> SpanRow:
-    """A vLLM span nobody called: a model call lasting the server's e2e, without network."""
+    """A server span nobody called: a model call lasting the server's e2e, without network."""
     e2e = first_seconds_ns(row.attributes, vllm.GEN_AI_LATENCY_E2E)
     duration = e2e if e2e is not None else row.duration_ns
     attributes = canonical_attributes(row.attributes, duration)
-    timing = vllm.server_timing(row.attributes)
+    timing, provider = _server_reading(row.attributes)
     timing[semconv.PROVIDER_SERVER_TOTAL_NS] = duration
     attributes.update({key: str(value) for key, value in timing.items()})
     attributes.update(vllm.reported_first_token(attributes, row.attributes))
-    attributes.setdefault(semconv.GEN_AI_PROVIDER_NAME, vllm.PROVIDER)
+    attributes.setdefault(semconv.GEN_AI_PROVIDER_NAME, provider)
     return dataclasses.replace(row, kind=semconv.KIND_MODEL, duration_ns=duration, attributes=attributes)

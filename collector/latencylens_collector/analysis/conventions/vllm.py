@@ -49,7 +49,8 @@ _LATENCY_KEY_SET: Final = frozenset(LATENCY_KEYS)
 
 
 def is_server_span(attributes: Mapping[str, str]) -> bool:
-    """A vLLM request span: it carries vLLM's latency attributes (whatever the span's name).
+    """A vLLM request span, or SGLang's (which reuses the names; :mod:`.sglang` tells them apart):
+    it carries vLLM's latency attributes (whatever the span's name).
 
     Asked of every span at decode and again per trace: one C-level set test, no Python loop."""
     if type(attributes) is dict:

@@ -8,6 +8,7 @@ time to first token 0.0911 s, 42 prompt and 128 completion tokens (deprecated us
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,11 @@ FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 US = 1_000
 
 
-def load_shifted(name: str, base_ns: int) -> tuple[bytes, str]:
-    """An OTLP/JSON fixture with every time moved so that its earliest span starts at ``base_ns``."""
+def load_shifted(
+    name: str, base_ns: int, edit: Callable[[dict[str, Any]], None] | None = None
+) -> tuple[bytes, str]:
+    """An OTLP/JSON fixture with every time moved so that its earliest span starts at ``base_ns``;
+    ``edit`` may change the spans (by name) first."""
     document = json.loads((FIXTURES / name).read_text())
     spans = [
         span
@@ -27,6 +31,8 @@ def load_shifted(name: str, base_ns: int) -> tuple[bytes, str]:
         for scope in resource["scopeSpans"]
         for span in scope["spans"]
     ]
+    if edit is not None:
+        edit({span["name"]: span for span in spans})
     shift = base_ns - min(int(span["startTimeUnixNano"]) for span in spans)
     for span in spans:
         for key in ("startTimeUnixNano", "endTimeUnixNano"):
@@ -34,8 +40,8 @@ def load_shifted(name: str, base_ns: int) -> tuple[bytes, str]:
     return json.dumps(document).encode(), spans[0]["traceId"]
 
 
-def post_fixture(url: str, name: str) -> str:
-    body, trace_id = load_shifted(name, recent_base_ns())
+def post_fixture(url: str, name: str, edit: Callable[[dict[str, Any]], None] | None = None) -> str:
+    body, trace_id = load_shifted(name, recent_base_ns(), edit)
     response = httpx.post(f"{url}/v1/traces", content=body, headers={"Content-Type": "application/json"})
     assert response.status_code == 200, response.text
     return trace_id
@@ -81,7 +87,7 @@ def test_server_span_replaces_the_client_estimate(collector) -> None:
     assert request["provider"] == "openai"  # the client's name for who it called
     assert request["model"] == "meta-llama/Llama-3.1-8B-Instruct"
     # The server span is stored and shown, but owns none of the request (not app time).
-    server = _find(request["spans"], "llm_request")
+    server = find_span(request["spans"], "llm_request")
     assert server["critical_ns"] == 0
     assert server["service"] == "vllm"
 
@@ -111,12 +117,12 @@ def test_server_only_trace_is_one_model_call(collector) -> None:
     assert request["itl_ns"] == 1_243_100 * US // 127
 
 
-def _find(spans: list[dict[str, Any]], name: str) -> dict[str, Any]:
+def find_span(spans: list[dict[str, Any]], name: str) -> dict[str, Any]:
     for span in spans:
         if span["name"] == name:
             return span
         try:
-            return _find(span["children"], name)
+            return find_span(span["children"], name)
         except LookupError:
             continue
     raise LookupError(name)
