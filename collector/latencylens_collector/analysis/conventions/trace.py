@@ -60,6 +60,8 @@ def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
     calls = find_same_calls(lineage)
     servers = [row for row in spans if vllm.is_server_span(row.attributes)]
     server_rows = {id(row) for row in servers}
+    sglang_servers = [row for row in servers if sglang.is_server_span(row.attributes)]
+    stages = sglang.stages_below(sglang_servers, lineage.by_id) if sglang_servers else {}
     owners: dict[bytes, bytes] = {}
     for server in servers:
         client = _calling_model(server.span_id, lineage, calls)
@@ -72,7 +74,7 @@ def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
         if row.span_id in owners:
             resolved.append(dataclasses.replace(row, kind=KIND_MODEL_SERVER))
         elif id(row) in server_rows:
-            resolved.append(_server_as_model_call(row))
+            resolved.append(_server_as_model_call(row, stages.get(row.span_id)))
         elif row.span_id in calls.wrapped:
             attributes = {**row.attributes, semconv.WRAPS_MODEL_CALLS: str(calls.wrapped[row.span_id])}
             resolved.append(dataclasses.replace(row, kind=KIND_MODEL_WRAPPER, attributes=attributes))
@@ -88,7 +90,7 @@ def resolve_trace(spans: Sequence[SpanRow]) -> list[SpanRow]:
                 attributes = merged_attributes(row, attributes, others)
             matched = server_of.get(row.span_id)
             if matched is not None:
-                attributes = _with_server_timing(attributes, matched)
+                attributes = _with_server_timing(attributes, matched, stages.get(matched.span_id))
             # Our SDK's spans are canonical already: keep the row rather than copy it.
             if attributes == row.attributes and parent == row.parent_span_id:
                 resolved.append(row)
@@ -129,21 +131,26 @@ _SERVER_TIMING_KEYS: Final = (
 )
 
 
-def _server_reading(attributes: Mapping[str, str]) -> tuple[dict[str, int], str]:
-    """A server span's reported timing and the provider it names: SGLang's or vLLM's."""
+def _server_reading(
+    attributes: Mapping[str, str], stages: Mapping[str, int] | None
+) -> tuple[dict[str, int], str]:
+    """A server span's reported timing and the provider it names: SGLang's (with the durations of
+    its stage spans) or vLLM's."""
     if sglang.is_server_span(attributes):
-        return sglang.server_timing(attributes), sglang.PROVIDER
+        return sglang.server_timing(attributes, stages), sglang.PROVIDER
     return vllm.server_timing(attributes), vllm.PROVIDER
 
 
-def _with_server_timing(client: Mapping[str, str], server: SpanRow) -> dict[str, str]:
+def _with_server_timing(
+    client: Mapping[str, str], server: SpanRow, stages: Mapping[str, int] | None
+) -> dict[str, str]:
     """The client's attributes with the server's reported times; usage and model fill gaps.
 
     vLLM's times replace the client's (they are the same server's, and finer than any estimate).
     SGLang's span says less than its replies do (decode and total only), so the times the client
     reported from ``meta_info`` are kept and the span fills only what they lack."""
     merged = dict(client)
-    timing, provider = _server_reading(server.attributes)
+    timing, provider = _server_reading(server.attributes, stages)
     if provider == sglang.PROVIDER:
         for key, ns in timing.items():
             merged.setdefault(key, str(ns))
@@ -159,12 +166,12 @@ def _with_server_timing(client: Mapping[str, str], server: SpanRow) -> dict[str,
     return merged
 
 
-def _server_as_model_call(row: SpanRow) -> SpanRow:
+def _server_as_model_call(row: SpanRow, stages: Mapping[str, int] | None) -> SpanRow:
     """A server span nobody called: a model call lasting the server's e2e, without network."""
     e2e = first_seconds_ns(row.attributes, vllm.GEN_AI_LATENCY_E2E)
     duration = e2e if e2e is not None else row.duration_ns
     attributes = canonical_attributes(row.attributes, duration)
-    timing, provider = _server_reading(row.attributes)
+    timing, provider = _server_reading(row.attributes, stages)
     timing[semconv.PROVIDER_SERVER_TOTAL_NS] = duration
     attributes.update({key: str(value) for key, value in timing.items()})
     attributes.update(vllm.reported_first_token(attributes, row.attributes))

@@ -5,8 +5,9 @@ The fixtures carry the root span SGLang's tokenizer manager ends (name ``Req <ri
 thread and stage spans below it. Timestamps (ms after the tokenizer manager received the request):
 dispatched to the scheduler 3.1, first token 45.2, finished 239.5, so the span says e2e 0.2395 s,
 time to first token 0.0452 s, decode 0.2395 − 0.0452 = 0.1943 s, and prefill 0.0421 s and
-inference 0.2364 s counted from the dispatch: both hold the scheduler's queue (its
-``prefill_waiting`` stage, 7.8 ms). 5 prompt tokens (2 cached), 32 completion tokens.
+inference 0.2364 s counted from the dispatch: both hold the scheduler's queue. The scheduler's
+stage spans: ``prefill_waiting`` 3.6 → 11.4 (queue 7.8 ms), ``prefill_forward`` 11.4 → 44.9
+(prefill 33.5 ms), ``decode_loop`` 44.9 → 238.9. 5 prompt tokens (2 cached), 32 completion tokens.
 """
 
 from __future__ import annotations
@@ -19,26 +20,29 @@ from test_conventions_vllm import detail, find_span, post_fixture
 US = 1_000
 
 
-def test_server_span_gives_decode_and_total_never_the_queue_as_prefill(collector: Any) -> None:
+def test_server_spans_split_queue_prefill_and_decode(collector: Any) -> None:
     """Root POST /ask 0–1000 ms; the client's model call (OpenLLMetry-style, provider ``openai``,
-    no timing) 100–900 ms; an HTTP client span in it; SGLang's span below that.
+    no timing) 100–900 ms; an HTTP client span in it; SGLang's spans below that.
 
     Worked numbers (µs): the model call's 800 000 split by SGLang's report:
       server total = e2e 239 500 → network = 800 000 − 239 500 = 560 500
-      decode 194 300 (reported); SGLang's "prefill" 42 100 starts at the dispatch, so it holds the
-      queue and is not read: model_unattributed = 239 500 − 194 300 = 45 200 (tokenization, queue,
-      prefill, together); app_other = 1 000 000 − 800 000 = 200 000; the parts sum to 1 000 000.
+      queue 7 800 (prefill_waiting), prefill 33 500 (prefill_forward), decode 194 300 (the span's;
+      never its "prefill" 42 100, which holds the queue)
+      model_unattributed = 239 500 − 7 800 − 33 500 − 194 300 = 3 900 (tokenization, dispatch,
+      detokenization); app_other = 1 000 000 − 800 000 = 200 000; the parts sum to 1 000 000.
     """
     trace_id = post_fixture(collector.url, "sglang_with_client.otlp.json")
     request = detail(collector.url, trace_id)
     assert {name: ns // US for name, ns in request["parts"].items() if ns} == {
         "app_other": 200_000,
         "network": 560_500,
+        "queue": 7_800,
+        "prefill": 33_500,
         "decode": 194_300,
-        "model_unattributed": 45_200,
+        "model_unattributed": 3_900,
     }
     assert sum(request["parts"].values()) == request["e2e_ns"] == 1000 * MS
-    assert request["provenance"]["decode"] == "reported"
+    assert request["provenance"]["queue"] == request["provenance"]["decode"] == "reported"
     assert request["model_calls"] == 1
     assert (request["input_tokens"], request["output_tokens"]) == (5, 32)
     assert request["provider"] == "openai"  # the client's name for who it called
@@ -48,11 +52,34 @@ def test_server_span_gives_decode_and_total_never_the_queue_as_prefill(collector
     assert find_span(request["spans"], " Req 49fa36ea")["service"] == "sglang"
 
 
+def test_without_its_stage_spans_queue_and_prefill_stay_unattributed(collector: Any) -> None:
+    """The same trace, the scheduler's stage spans hung under a parent that never arrived (its
+    thread span lost): only the request span's decode and total are known.
+
+    Worked numbers (µs): network 560 500, decode 194 300, model_unattributed = 239 500 − 194 300
+    = 45 200 (tokenization, queue and prefill, together), app_other 200 000.
+    """
+
+    def lose_the_scheduler_thread(spans: dict[str, Any]) -> None:
+        for name in ("prefill_waiting", "prefill_forward"):
+            spans[name]["parentSpanId"] = "c0000000000000ff"
+
+    trace_id = post_fixture(collector.url, "sglang_with_client.otlp.json", lose_the_scheduler_thread)
+    request = detail(collector.url, trace_id)
+    assert {name: ns // US for name, ns in request["parts"].items() if ns} == {
+        "app_other": 200_000,
+        "network": 560_500,
+        "decode": 194_300,
+        "model_unattributed": 45_200,
+    }
+    assert sum(request["parts"].values()) == request["e2e_ns"] == 1000 * MS
+
+
 def test_client_reported_split_is_kept_beside_the_server_span(collector: Any) -> None:
     """The same trace, the client call made by our SDK's SGLang adapter, which read queue 7.8 ms,
     prefill 33.5 ms, decode 194.0 ms and e2e_latency 239.5 ms from ``meta_info``.
 
-    Worked numbers (µs): the client's split is kept (SGLang's span would give decode 194 300):
+    Worked numbers (µs): the client's split is kept (SGLang's spans would give decode 194 300):
       network = 800 000 − 239 500 = 560 500; queue 7 800, prefill 33 500, decode 194 000;
       model_unattributed = 239 500 − 7 800 − 33 500 − 194 000 = 4 200; app_other 200 000.
     """
@@ -93,16 +120,19 @@ def test_client_reported_split_is_kept_beside_the_server_span(collector: Any) ->
 def test_server_only_trace_is_one_sglang_model_call(collector: Any) -> None:
     """SGLang called without trace context: its span is the request and the model call.
 
-    Worked numbers (µs): duration = e2e 239 500; network 0; decode 194 300; model_unattributed
-    239 500 − 194 300 = 45 200. TTFT = SGLang's time to first token, 45 200; ITL = (e2e − TTFT) /
-    (32 − 1) = 194 300 / 31 = 6 267.74… → 194 300 000 // 31 = 6 267 741 ns.
+    Worked numbers (µs): duration = e2e 239 500; network 0; queue 7 800, prefill 33 500, decode
+    194 300; model_unattributed 239 500 − 7 800 − 33 500 − 194 300 = 3 900. TTFT = SGLang's time to
+    first token, 45 200; ITL = (e2e − TTFT) / (32 − 1) = 194 300 / 31 = 6 267.74… → 194 300 000 // 31
+    = 6 267 741 ns.
     """
     trace_id = post_fixture(collector.url, "sglang_server_only.otlp.json")
     request = detail(collector.url, trace_id)
     assert request["e2e_ns"] == 239_500 * US
     assert {name: ns // US for name, ns in request["parts"].items() if ns} == {
+        "queue": 7_800,
+        "prefill": 33_500,
         "decode": 194_300,
-        "model_unattributed": 45_200,
+        "model_unattributed": 3_900,
     }
     assert request["provider"] == "sglang"  # not vLLM, whose attribute names SGLang reuses
     assert request["model"] == "qwen/qwen2.5-0.5b-instruct"
