@@ -6,7 +6,9 @@ whose breakdown is read back from its API.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import urllib.request
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -187,3 +189,37 @@ def test_request_breakdown_from_sglang_metrics(
     assert (detail["input_tokens"], detail["output_tokens"]) == (5, 32)
     assert detail["provider"] == "sglang"
     assert not detail["inconsistent"]
+
+
+def test_decorated_calls_without_httpx_read_the_same_meta_info(replay: Replay, spans: Spans) -> None:
+    """SGLang's docs call ``/generate`` with ``requests``; any client works under ``@model_call``:
+    here the standard library's, one reply and a generator of the stream's parsed chunks."""
+    server = sglang_server(replay, metrics=True)
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy from the env
+
+    def post(body: dict[str, Any]) -> Any:
+        headers = {"Content-Type": "application/json"}
+        data = json.dumps(body).encode()
+        return opener.open(urllib.request.Request(server.url + "/generate", data, headers), timeout=10)
+
+    @latencylens.model_call(provider="sglang", model="qwen/qwen2.5-0.5b-instruct")
+    def generate() -> dict[str, Any]:
+        with post(PROMPT) as response:
+            reply: dict[str, Any] = json.load(response)
+        return reply
+
+    @latencylens.model_call(provider="sglang", model="qwen/qwen2.5-0.5b-instruct")
+    def generate_stream() -> Iterator[dict[str, Any]]:
+        with post({**PROMPT, "stream": True}) as response:
+            for line in response:
+                if line.startswith(b"data: {"):
+                    yield json.loads(line[len(b"data: ") :])
+
+    assert generate()["meta_info"]["completion_tokens"] == 32
+    texts = [chunk["text"] for chunk in generate_stream()]
+    assert texts[-1] == "Paris. It is the capital."
+    whole, streamed = spans()
+    assert attributes_of(whole, WITH_METRICS) == WITH_METRICS
+    assert attributes_of(streamed, WITH_METRICS) == WITH_METRICS
+    assert dict(streamed.attributes or {})[semconv.STREAM_END_REASON] == "completed"
