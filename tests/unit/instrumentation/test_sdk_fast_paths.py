@@ -34,7 +34,7 @@ REPLY: dict[str, Any] = {
         {"index": 0, "message": {"role": "assistant", "content": "Queue."}, "finish_reason": "stop"},
         {"index": 1, "message": {"role": "assistant", "content": "Decode."}, "finish_reason": "length"},
     ],
-    "usage": GROQ_USAGE,
+    "usage": dict(GROQ_USAGE),
     "x_groq": {"id": "req_01kh52ndshfr2azv0xe6tnv4fx"},
 }
 
@@ -232,7 +232,7 @@ def _chunk(delta: dict[str, Any], finish: str | None = None, usage: bool = False
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
     if usage:
-        body["x_groq"] = {"id": "req_1", "usage": GROQ_USAGE}
+        body["x_groq"] = {"id": "req_1", "usage": dict(GROQ_USAGE)}
     return body
 
 
