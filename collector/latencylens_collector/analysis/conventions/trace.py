@@ -9,8 +9,8 @@ Three rules need the trace, all applied by :func:`resolve_trace`:
   call, one span counts it and takes what it lacks from the others; the others own no time.
 * **vLLM and SGLang server spans**: vLLM's ``llm_request`` span (SGLang's ``Req`` span) is a
   descendant of the client's model-call span. Its reported queue, prefill and decode replace
-  whatever the client estimated for that call (SGLang's decode and total fill what the client did
-  not report: :mod:`.sglang`), network becomes client duration − server e2e, and the server span
+  whatever the client estimated for that call (SGLang's fill only what the client did not report:
+  :mod:`.sglang`), network becomes client duration − server e2e, and the server span
   itself is not counted again (not as app time, not as a second model call). A server span with no
   client model call above it (the server called without trace context) is the model call itself:
   its duration is the server's e2e and it has no network.
@@ -147,8 +147,9 @@ def _with_server_timing(
     """The client's attributes with the server's reported times; usage and model fill gaps.
 
     vLLM's times replace the client's (they are the same server's, and finer than any estimate).
-    SGLang's span says less than its replies do (decode and total only), so the times the client
-    reported from ``meta_info`` are kept and the span fills only what they lack."""
+    SGLang's spans report what its replies' ``meta_info`` does (queue, prefill, decode, total) and
+    sometimes less, so the times the client read from ``meta_info`` are kept and the spans fill
+    only what they lack."""
     merged = dict(client)
     timing, provider = _server_reading(server.attributes, stages)
     if provider == sglang.PROVIDER:
