@@ -6,6 +6,7 @@ whose breakdown is read back from its API.
 
 from __future__ import annotations
 
+import itertools
 import json
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ import httpx
 import openai
 from opentelemetry.sdk.trace import ReadableSpan
 from provider_payloads import sglang_chat_completion, sglang_generate, sglang_generate_chunks
-from provider_replay import MS, ReplayServer, assert_stream_timing, json_reply, sse_reply
+from provider_replay import TOLERANCE_NS, ReplayServer, assert_stream_timing, json_reply, sse_reply
 from test_providers_tgi import export_and_fetch, model_span
 
 import latencylens
@@ -58,7 +59,7 @@ def sglang_server(replay: Replay, metrics: bool, hold_s: float = 0.0) -> ReplayS
         if request.json().get("stream"):
             # the last chunk adds no text (only the final meta_info), as when a stop string ends it
             chunks = sglang_generate_chunks(["Paris", ".", " It", " is the capital.", ""])
-            return sse_reply(chunks, [0.030, 0.020, 0.020, 0.020, 0.040])
+            return sse_reply(chunks, [0.030, 0.020, 0.020, 0.020, 0.060])
         return json_reply(sglang_generate(metrics=metrics), delay_s=hold_s)
 
     server = replay().route("POST", "/generate", generate)
@@ -117,12 +118,15 @@ def test_native_generate_stream_of_cumulative_text(replay: Replay, spans: Spans,
     span = spans()[-1]
     assert attributes_of(span, WITH_METRICS) == WITH_METRICS  # the last chunk's meta_info
     assert dict(span.attributes or {})[semconv.STREAM_END_REASON] == "completed"
-    # "Paris" 30 ms after the request, each longer text 20 ms apart, the final chunk 40 ms later:
-    # TTFT 30 ms, last chunk − first content 100 ms over the final meta_info's 32 completion tokens.
-    assert_stream_timing(span, server, ttft_s=0.030, decode_s=0.100, output_tokens=32)
-    # the gaps are between changed texts only (20 ms): the final chunk, whose text is unchanged, is
-    # no content, so the 40 ms before it is not a gap
-    assert dict(span.attributes or {})[semconv.STREAM_GAP_MAX_NS] < 30 * MS
+    # "Paris" 30 ms after the request, each longer text 20 ms apart, the final chunk 60 ms later:
+    # TTFT 30 ms, last chunk − first content 120 ms over the final meta_info's 32 completion tokens.
+    assert_stream_timing(span, server, ttft_s=0.030, decode_s=0.120, output_tokens=32)
+    # the gaps are between changed texts only (the first four parts, 20 ms apart as sent): the final
+    # chunk, whose text is unchanged, is no content, so the 60 ms before it is not a gap
+    sent = server.requests[-1].sent_ns
+    content_gap_max = max(later - earlier for earlier, later in itertools.pairwise(sent[:4]))
+    gap_max = dict(span.attributes or {})[semconv.STREAM_GAP_MAX_NS]
+    assert abs(gap_max - content_gap_max) <= TOLERANCE_NS
 
 
 def test_openai_api_reads_usage_and_the_meta_info_it_was_asked_for(
