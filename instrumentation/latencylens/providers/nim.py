@@ -66,27 +66,14 @@ class NIMStreamState(ChatStreamState):
         self._stats: Any = None
 
     def record_chunk(self, chunk: Any) -> bool:
+        content = super().record_chunk(chunk)
         stats = field_of(chunk, "stats")
         if stats is not None:
             self._stats = stats
-        return super().record_chunk(chunk)
-
-    def _holder(self) -> Any:
-        chunk = self._usage_chunk
-        if self._stats is None or chunk is None or field_of(chunk, "stats") is not None:
-            return chunk
-        return {
-            "usage": field_of(chunk, "usage"),
-            "metrics": field_of(chunk, "metrics"),
-            "stats": self._stats,
-        }
-
-    def usage(self) -> Usage:
-        return self._adapter.stream_usage(
-            self._holder(), self._response_id, self._response_model, self._finish_reasons
-        )
-
-    def usage_attributes(self) -> dict[str, Any]:
-        return self._adapter.stream_attributes(
-            self._holder(), self._response_id, self._response_model, self._finish_reasons
-        )
+        elif self._stats is not None and self._usage_chunk is chunk:  # usage after stats: read both
+            self._usage_chunk = {
+                "usage": field_of(chunk, "usage"),
+                "metrics": field_of(chunk, "metrics"),
+                "stats": self._stats,
+            }
+        return content
