@@ -15,9 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from otlp_builders import MS
-from test_conventions_vllm import detail, find_span, post_fixture
-
-US = 1_000
+from test_conventions_vllm import US, detail, find_span, nonzero_parts_us, post_fixture
 
 
 def test_server_spans_split_queue_prefill_and_decode(collector: Any) -> None:
@@ -33,7 +31,7 @@ def test_server_spans_split_queue_prefill_and_decode(collector: Any) -> None:
     """
     trace_id = post_fixture(collector.url, "sglang_with_client.otlp.json")
     request = detail(collector.url, trace_id)
-    assert {name: ns // US for name, ns in request["parts"].items() if ns} == {
+    assert nonzero_parts_us(request) == {
         "app_other": 200_000,
         "network": 560_500,
         "queue": 7_800,
@@ -66,7 +64,7 @@ def test_without_its_stage_spans_queue_and_prefill_stay_unattributed(collector: 
 
     trace_id = post_fixture(collector.url, "sglang_with_client.otlp.json", lose_the_scheduler_thread)
     request = detail(collector.url, trace_id)
-    assert {name: ns // US for name, ns in request["parts"].items() if ns} == {
+    assert nonzero_parts_us(request) == {
         "app_other": 200_000,
         "network": 560_500,
         "decode": 194_300,
@@ -103,7 +101,7 @@ def test_client_reported_split_is_kept_beside_the_server_span(collector: Any) ->
 
     trace_id = post_fixture(collector.url, "sglang_with_client.otlp.json", from_our_sdk)
     request = detail(collector.url, trace_id)
-    assert {name: ns // US for name, ns in request["parts"].items() if ns} == {
+    assert nonzero_parts_us(request) == {
         "app_other": 200_000,
         "network": 560_500,
         "queue": 7_800,
@@ -128,7 +126,7 @@ def test_server_only_trace_is_one_sglang_model_call(collector: Any) -> None:
     trace_id = post_fixture(collector.url, "sglang_server_only.otlp.json")
     request = detail(collector.url, trace_id)
     assert request["e2e_ns"] == 239_500 * US
-    assert {name: ns // US for name, ns in request["parts"].items() if ns} == {
+    assert nonzero_parts_us(request) == {
         "queue": 7_800,
         "prefill": 33_500,
         "decode": 194_300,
