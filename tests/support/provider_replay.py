@@ -114,6 +114,13 @@ def sse_reply(
     return Reply(parts, headers=all_headers, header_delay_s=header_delay_s, streamed=True)
 
 
+def cut_reply(reply: Reply) -> Reply:
+    """``reply`` framed as HTTP chunks by hand without the final zero-length chunk: the body stops
+    midway, as when a server dies, and the client sees a broken stream."""
+    framed = [Part(b"%x\r\n%s\r\n" % (len(p.data), p.data), p.delay_s) for p in reply.parts]
+    return Reply(framed, headers={**reply.headers, "connection": "close", "transfer-encoding": "chunked"})
+
+
 def ndjson_reply(objects: Sequence[Any], delays: float | Sequence[float] = 0.0) -> Reply:
     """Newline-delimited JSON objects (Ollama's streaming format)."""
     parts = [

@@ -36,7 +36,7 @@ from provider_payloads import (
     tgi_chat_completion,
     vllm_completion,
 )
-from provider_replay import Part, ReplayServer, Reply, assert_stream_timing, json_reply, sse_reply
+from provider_replay import Part, ReplayServer, Reply, assert_stream_timing, cut_reply, json_reply, sse_reply
 
 import latencylens
 from latencylens import semconv
@@ -299,8 +299,7 @@ def test_stream_cut_midway_raises_the_sdk_error_and_marks_the_span(
     first = f"data: {openai_chunk({'content': 'a'})}\n\n".replace("'", '"').replace("None", "null")
     # A chunked body that stops without its terminating chunk: the client sees a broken stream.
     broken = Reply([Part(first.encode()), Part(b"data: {")], headers={"content-type": "text/event-stream"})
-    broken.headers["transfer-encoding"] = "chunked"
-    server = replay().route("POST", "/v1/chat/completions", lambda r: _cut(broken))
+    server = replay().route("POST", "/v1/chat/completions", lambda r: cut_reply(broken))
     undo(latencylens.instrument_openai())
     client = openai_client(server)
     received = []
@@ -317,12 +316,6 @@ def test_stream_cut_midway_raises_the_sdk_error_and_marks_the_span(
     assert values[semconv.STREAM_END_REASON] == "error"
     assert values[semconv.STREAM_CONTENT_CHUNKS] == 1
     assert span.status.status_code is StatusCode.ERROR
-
-
-def _cut(reply: Reply) -> Reply:
-    """Frame the parts as HTTP chunks by hand and omit the final zero-length chunk."""
-    framed = [Part(b"%x\r\n%s\r\n" % (len(p.data), p.data)) for p in reply.parts]
-    return Reply(framed, headers={**reply.headers, "connection": "close"})
 
 
 def test_missing_sdk_says_what_to_install() -> None:
