@@ -6,6 +6,7 @@ whose breakdown is read back from its API.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import urllib.request
@@ -14,9 +15,20 @@ from typing import Any
 
 import httpx
 import openai
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
 from provider_payloads import sglang_chat_completion, sglang_generate, sglang_generate_chunks
-from provider_replay import TOLERANCE_NS, ReplayServer, assert_stream_timing, json_reply, sse_reply
+from provider_replay import (
+    TOLERANCE_NS,
+    Part,
+    ReplayServer,
+    Reply,
+    assert_stream_timing,
+    cut_reply,
+    json_reply,
+    sse_reply,
+)
 from test_providers_tgi import export_and_fetch, model_span
 
 import latencylens
@@ -28,6 +40,7 @@ HOLD_S = 0.3
 """How long the collector test's server holds its reply: longer than SGLang's reported e2e_latency
 (0.24 s), so the client's measurement covers it and network is positive."""
 PROMPT = {"text": "The capital of France is", "sampling_params": {"max_new_tokens": 32}}
+STREAMED = {**PROMPT, "stream": True}
 
 # The documented meta_info: 5 prompt tokens (2 of them cached), 32 completion tokens, 0 reasoning;
 # e2e_latency 0.23950170911848545 s → 239_501_709.118… ns, rounded to 239_501_709 ns.
@@ -112,7 +125,7 @@ def test_native_generate_stream_of_cumulative_text(replay: Replay, spans: Spans,
     undo(latencylens.instrument_httpx(base_urls=[server.url], provider="sglang"))
     with httpx.Client(trust_env=False) as client:
         for _ in range(2):  # the first call warms the client
-            with client.stream("POST", server.url + "/generate", json={**PROMPT, "stream": True}) as response:
+            with client.stream("POST", server.url + "/generate", json=STREAMED) as response:
                 lines = [line for line in response.iter_lines() if line.startswith("data: {")]
     assert len(lines) == 5
     span = spans()[-1]
@@ -127,6 +140,52 @@ def test_native_generate_stream_of_cumulative_text(replay: Replay, spans: Spans,
     content_gap_max = max(later - earlier for earlier, later in itertools.pairwise(sent[:4]))
     gap_max = dict(span.attributes or {})[semconv.STREAM_GAP_MAX_NS]
     assert abs(gap_max - content_gap_max) <= TOLERANCE_NS
+
+
+def test_native_stream_through_an_async_client(replay: Replay, spans: Spans, undo: Any) -> None:
+    """As in a FastAPI handler: ``httpx.AsyncClient`` streams, the same meta_info is read."""
+    server = sglang_server(replay, metrics=True)
+    undo(latencylens.instrument_httpx(base_urls=[server.url], provider="sglang"))
+
+    async def stream_twice() -> list[str]:
+        async with httpx.AsyncClient(trust_env=False) as client:
+            for _ in range(2):  # the first call warms the client
+                async with client.stream("POST", server.url + "/generate", json=STREAMED) as r:
+                    lines = [line async for line in r.aiter_lines() if line.startswith("data: {")]
+        return lines
+
+    assert len(asyncio.run(stream_twice())) == 5
+    span = spans()[-1]
+    assert attributes_of(span, WITH_METRICS) == WITH_METRICS
+    assert dict(span.attributes or {})[semconv.STREAM_END_REASON] == "completed"
+    assert_stream_timing(span, server, ttft_s=0.030, decode_s=0.120, output_tokens=32)
+
+
+def test_native_stream_cut_midway_keeps_what_arrived(replay: Replay, spans: Spans, undo: Any) -> None:
+    """SGLang dies after two chunks: the caller gets httpx's own error, the span ends marked, and the
+    last meta_info that arrived (5 prompt tokens, 2 completion tokens so far) is kept."""
+    first_two = sse_reply(sglang_generate_chunks(["Paris", ".", " It"])[:2], 0.0, done=False)
+    broken = Reply([*first_two.parts, Part(b"data: {")], headers=first_two.headers)
+    server = replay().route("POST", "/generate", lambda r: cut_reply(broken))
+    handle = undo(latencylens.instrument_httpx(base_urls=[server.url], provider="sglang"))
+
+    def read_all() -> list[str]:
+        with httpx.Client(trust_env=False) as client:
+            with client.stream("POST", server.url + "/generate", json=STREAMED) as r:
+                return list(r.iter_lines())
+
+    with pytest.raises(httpx.HTTPError) as raised:
+        read_all()
+    handle.undo()
+    with pytest.raises(type(raised.value)):  # the same error class without LatencyLens
+        read_all()
+    (span,) = spans()
+    values = dict(span.attributes or {})
+    assert values[semconv.STREAM_END_REASON] == "error"
+    assert span.status.status_code is StatusCode.ERROR
+    assert values[semconv.STREAM_CONTENT_CHUNKS] == 2  # "Paris", then "Paris."
+    assert (values[semconv.GEN_AI_USAGE_INPUT_TOKENS], values[semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) == (5, 2)
+    assert semconv.PROVIDER_SERVER_TOTAL_NS not in values  # e2e_latency comes only at the finish
 
 
 def test_openai_api_reads_usage_and_the_meta_info_it_was_asked_for(
