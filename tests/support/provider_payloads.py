@@ -460,6 +460,53 @@ def sglang_generate_chunks(texts: list[str]) -> list[dict[str, Any]]:
     return chunks
 
 
+# The second request of a batch (/generate given two prompts answers a list of two replies, each
+# shaped as the documented one): values chosen exactly representable in binary, its e2e_latency
+# longer than the first request's 0.2395… s, so the batch's timing is this request's.
+SGLANG_SECOND_META = {
+    "id": "5d1c0e9b7f2a4c6e8a0b2d4f6e8c0a1b",
+    "finish_reason": {"type": "stop", "matched": 151645},
+    "prompt_tokens": 7,
+    "completion_tokens": 16,
+    "cached_tokens": 0,
+    "reasoning_tokens": 0,
+    "e2e_latency": 0.25,
+    "queue_time": 0.015625,
+    "inference_time": 0.1875,
+    "forward_entry_time": 1780931882.9375,
+    "prefill_finished_time": 1780931882.96875,
+}
+
+
+def sglang_batch_generate() -> list[dict[str, Any]]:
+    """``/generate`` given two prompts: the documented reply (with metrics), then the second's."""
+    second = {**SGLANG_META, **SGLANG_METRICS, **SGLANG_SECOND_META}
+    return [
+        sglang_generate(metrics=True),
+        {"text": " Berlin.", "output_ids": list(range(16)), "meta_info": second},
+    ]
+
+
+def sglang_batch_chunks() -> list[dict[str, Any]]:
+    """A batch's stream: each request's chunks carry its ``index``, interleaved as they finish steps;
+    each request's last chunk has its final meta_info (the first's repeats its text: no content)."""
+    first = sglang_generate_chunks(["Paris", ".", ""])
+    second_final = {**sglang_batch_generate()[1], "index": 1}
+    second_partial = {
+        "text": " Berlin",
+        "output_ids": [0],
+        "meta_info": {**SGLANG_SECOND_META, "finish_reason": None, "completion_tokens": 1},
+        "index": 1,
+    }
+    return [
+        {**first[0], "index": 0},
+        {**second_partial},
+        {**first[1], "index": 0},
+        second_final,
+        {**first[2], "index": 0},
+    ]
+
+
 def sglang_chat_completion(meta_info: bool) -> dict[str, Any]:
     """``/v1/chat/completions``; with ``return_meta_info`` each choice carries the native meta_info."""
     choice: dict[str, Any] = {

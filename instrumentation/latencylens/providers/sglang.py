@@ -14,16 +14,39 @@ unsplit). ``/v1/chat/completions`` reports OpenAI ``usage`` (``reasoning_tokens`
 counts); with ``"return_meta_info": true`` (non-streamed only) each choice carries the same
 ``meta_info``, read from the first choice. Streamed text is cumulative unless the server streams
 increments; either way a chunk is content when its ``text`` differs from the chunk before.
+
+A batch (``/generate`` given several prompts, or ``n`` > 1) answers a list of such replies, or
+streams each request's chunks with its ``index``. Its counts are summed over the requests (each
+sample is a request of its own, its prompt mostly read from the cache, as ``cached_tokens``
+shows), every request's finish reason is kept, and its timing is that of the request with the
+longest ``e2e_latency``: the one the call waited for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from latencylens.providers._base import Usage, field_of, nonempty_text, seconds_to_ns, take_int, take_seconds
+from latencylens.providers._base import (
+    Usage,
+    as_int,
+    field_of,
+    nonempty_text,
+    seconds_to_ns,
+    take_int,
+    take_seconds,
+)
 from latencylens.providers._chat import USAGE_PATHS, ChatCompletionsAdapter, ChatStreamState, read_token_usage
 
 _SPLIT_DERIVED = frozenset({"prefill", "decode"})
+_COUNT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+_TIMING_FIELDS = (
+    "e2e_latency",
+    "queue_time",
+    "inference_time",
+    "forward_entry_time",
+    "prefill_finished_time",
+)
 
 
 def _meta_info(holder: Any) -> tuple[Any, bool]:
@@ -49,10 +72,34 @@ def _read_native_counts(meta: Any, out: Usage) -> None:
     response_id = field_of(meta, "id")
     if isinstance(response_id, str):
         out.response_id = response_id
+    _read_finish_reason(meta, out)
+
+
+def _read_finish_reason(meta: Any, out: Usage) -> None:
     reason = field_of(meta, "finish_reason")
     kind = field_of(reason, "type") if reason is not None and not isinstance(reason, str) else reason
     if isinstance(kind, str) and kind:
         out.finish_reasons.append(kind)
+
+
+def _batch_meta(replies: Sequence[Any], out: Usage) -> dict[str, Any] | None:
+    """One ``meta_info`` for a batch's replies: each count summed (left out when a request lacks
+    it), the timing fields of the request with the longest ``e2e_latency``, no id (each request
+    has its own). Every request's finish reason goes to ``out``. None when no reply has one."""
+    metas = [meta for meta in (field_of(reply, "meta_info") for reply in replies) if meta is not None]
+    if not metas:
+        return None
+    combined: dict[str, Any] = {}
+    for name in _COUNT_FIELDS:
+        counts = [count for count in (as_int(field_of(meta, name)) for meta in metas) if count is not None]
+        if len(counts) == len(metas):
+            combined[name] = sum(counts)
+    slowest = max(metas, key=lambda meta: seconds_to_ns(field_of(meta, "e2e_latency")) or -1)
+    for name in _TIMING_FIELDS:
+        combined[name] = field_of(slowest, name)
+    for meta in metas:
+        _read_finish_reason(meta, out)
+    return combined
 
 
 def _read_timings(meta: Any, out: Usage) -> None:
@@ -80,6 +127,11 @@ class SGLangAdapter(ChatCompletionsAdapter):
         super().__init__(name)
 
     def read_usage(self, holder: Any, out: Usage) -> None:
+        if isinstance(holder, (list, tuple)):  # a batch's replies
+            meta: Any = _batch_meta(holder, out)
+            _read_native_counts(meta, out)
+            _read_timings(meta, out)
+            return
         meta, native = _meta_info(holder)
         if native:
             _read_native_counts(meta, out)
@@ -100,21 +152,40 @@ class SGLangAdapter(ChatCompletionsAdapter):
 
 
 class SGLangStreamState(ChatStreamState):
-    """OpenAI chat chunks, or native ``/generate`` chunks whose content is a changed ``text``."""
+    """OpenAI chat chunks, or native ``/generate`` chunks whose content is a changed ``text`` (per
+    request of a batch, told apart by ``index``)."""
 
-    __slots__ = ("_text",)
+    __slots__ = ("_last_chunks", "_texts")
 
     def __init__(self, adapter: SGLangAdapter) -> None:
         super().__init__(adapter)
-        self._text = ""
+        self._texts: dict[int | None, str] = {}
+        self._last_chunks: dict[int | None, Any] = {}
 
     def record_chunk(self, chunk: Any) -> bool:
         meta = field_of(chunk, "meta_info")
         if meta is None:
             return super().record_chunk(chunk)
-        self._usage_chunk = chunk  # every native chunk has meta_info; the last one has the totals
+        index = field_of(chunk, "index")  # only a batch's chunks carry it
+        if type(index) is not int:
+            index = None
+        # every native chunk has meta_info; each request's last one has its totals
+        self._last_chunks[index] = self._usage_chunk = chunk
         text = field_of(chunk, "text")
-        if not nonempty_text(text) or text == self._text:
+        if not nonempty_text(text) or text == self._texts.get(index):
             return False
-        self._text = text
+        self._texts[index] = text
         return True
+
+    def _batch_holder(self) -> None:
+        if len(self._last_chunks) > 1:  # a batch: each request's last chunk, in index order
+            ordered = sorted(self._last_chunks.items(), key=lambda item: -1 if item[0] is None else item[0])
+            self._usage_chunk = [chunk for _, chunk in ordered]
+
+    def usage(self) -> Usage:
+        self._batch_holder()
+        return super().usage()
+
+    def usage_attributes(self) -> dict[str, Any]:
+        self._batch_holder()
+        return super().usage_attributes()

@@ -348,6 +348,21 @@ def test_sglang_finish_reason_as_an_object_or_a_string_and_hostile_timings() -> 
     assert hostile.input_tokens == 5  # what was valid is kept
 
 
+def test_sglang_batch_of_odd_replies_keeps_what_every_request_reported() -> None:
+    adapter = get_adapter("sglang")
+    no_cache = sglang_reply(e2e_latency=0.5, queue_time=0.25)
+    del no_cache["meta_info"]["cached_tokens"]
+    # a reply without meta_info and a string are not requests; a count one request lacks is unknown
+    usage = adapter.extract([sglang_reply(), no_cache, {"text": "x"}, "junk"])
+    assert (usage.input_tokens, usage.output_tokens) == (10, 64)  # 5 + 5, 32 + 32
+    assert usage.cache_read_input_tokens is None
+    assert (usage.server_total_ns, usage.queue_ns) == (500_000_000, 250_000_000)  # the slower request's
+    assert usage.finish_reasons == ["length", "length"] and usage.response_id is None
+    nothing = adapter.extract([])
+    assert nothing.input_tokens is None
+    assert "meta_info.prompt_tokens" in nothing.fields_missing
+
+
 def test_nim_stats_with_hostile_values_keep_what_is_valid() -> None:
     reply = nim_chat_completion(usage=False)
     reply["stats"] = {**NIM_STATS, "generation_time_in_ms": "NaN", "llm_output_token_length": "64"}

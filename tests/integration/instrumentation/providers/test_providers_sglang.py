@@ -1,7 +1,7 @@
-"""SGLang through ``instrument_httpx``: its native ``/generate`` API with plain httpx (one reply and an
-SSE stream of cumulative text), its OpenAI-compatible API with the real openai SDK (with and without
-``return_meta_info``), and one request exported with the real OTLP/HTTP exporter to a real collector,
-whose breakdown is read back from its API.
+"""SGLang through ``instrument_httpx``: its native ``/generate`` API with plain httpx (one reply and
+an SSE stream of cumulative text, for one prompt and for a batch), its OpenAI-compatible API with
+the real openai SDK (with and without ``return_meta_info``), and one request exported with the real
+OTLP/HTTP exporter to a real collector, whose breakdown is read back from its API.
 """
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ import openai
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
-from provider_payloads import sglang_chat_completion, sglang_generate, sglang_generate_chunks
+from provider_payloads import (
+    sglang_batch_chunks,
+    sglang_batch_generate,
+    sglang_chat_completion,
+    sglang_generate,
+    sglang_generate_chunks,
+)
 from provider_replay import (
     TOLERANCE_NS,
     Part,
@@ -69,6 +75,10 @@ def sglang_server(replay: Replay, metrics: bool, hold_s: float = 0.0) -> ReplayS
     """Native and OpenAI-compatible routes; a native reply is held ``hold_s`` before it is sent."""
 
     def generate(request: Any) -> Any:
+        if isinstance(request.json().get("text"), list):  # a batch: one reply per prompt
+            if request.json().get("stream"):
+                return sse_reply(sglang_batch_chunks(), [0.030, 0.010, 0.010, 0.010, 0.020])
+            return json_reply(sglang_batch_generate())
         if request.json().get("stream"):
             # the last chunk adds no text (only the final meta_info), as when a stop string ends it
             chunks = sglang_generate_chunks(["Paris", ".", " It", " is the capital.", ""])
@@ -89,13 +99,21 @@ def attributes_of(span: ReadableSpan, keys: dict[str, Any]) -> dict[str, Any]:
     return {key: values.get(key) for key in keys}
 
 
-def test_native_generate_reads_the_documented_meta_info(replay: Replay, spans: Spans, undo: Any) -> None:
-    server = sglang_server(replay, metrics=False)
+def post_native(
+    replay: Replay, spans: Spans, undo: Any, body: dict[str, Any], metrics: bool
+) -> tuple[Any, ReadableSpan]:
+    """POST ``body`` to the native ``/generate`` through plain httpx: the parsed reply and its span."""
+    server = sglang_server(replay, metrics=metrics)
     undo(latencylens.instrument_httpx(base_urls=[server.url], provider="sglang"))
     with httpx.Client(trust_env=False) as client:
-        body = client.post(server.url + "/generate", json=PROMPT).json()
-    assert body["meta_info"]["completion_tokens"] == 32  # the caller's reply is untouched
+        reply = client.post(server.url + "/generate", json=body).json()
     (span,) = spans()
+    return reply, span
+
+
+def test_native_generate_reads_the_documented_meta_info(replay: Replay, spans: Spans, undo: Any) -> None:
+    body, span = post_native(replay, spans, undo, PROMPT, metrics=False)
+    assert body["meta_info"]["completion_tokens"] == 32  # the caller's reply is untouched
     values = dict(span.attributes or {})
     assert attributes_of(span, DOCUMENTED) == DOCUMENTED
     assert values[semconv.GEN_AI_PROVIDER_NAME] == "sglang"
@@ -108,11 +126,7 @@ def test_native_generate_reads_the_documented_meta_info(replay: Replay, spans: S
 def test_native_generate_with_metrics_splits_prefill_and_decode(
     replay: Replay, spans: Spans, undo: Any
 ) -> None:
-    server = sglang_server(replay, metrics=True)
-    undo(latencylens.instrument_httpx(base_urls=[server.url], provider="sglang"))
-    with httpx.Client(trust_env=False) as client:
-        client.post(server.url + "/generate", json=PROMPT)
-    (span,) = spans()
+    _, span = post_native(replay, spans, undo, PROMPT, metrics=True)
     values = dict(span.attributes or {})
     assert attributes_of(span, WITH_METRICS) == WITH_METRICS
     assert semconv.PROVIDER_FIELDS_MISSING not in values
@@ -186,6 +200,57 @@ def test_native_stream_cut_midway_keeps_what_arrived(replay: Replay, spans: Span
     assert values[semconv.STREAM_CONTENT_CHUNKS] == 2  # "Paris", then "Paris."
     assert (values[semconv.GEN_AI_USAGE_INPUT_TOKENS], values[semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) == (5, 2)
     assert semconv.PROVIDER_SERVER_TOTAL_NS not in values  # e2e_latency comes only at the finish
+
+
+BATCH = {**PROMPT, "text": ["The capital of France is", "The capital of Germany is"]}
+# Two requests (provider_payloads.sglang_batch_generate): counts summed, 5 + 7 = 12 prompt tokens,
+# 32 + 16 = 48 completion, 2 + 0 = 2 cached, 0 + 0 = 0 reasoning; the timing is the second request's,
+# whose e2e_latency is the longer (0.25 s against 0.2395… s): 250_000_000 ns in all, queue 1/64 s =
+# 15_625_000 ns, inference 3/16 s = 187_500_000 ns, prefill 1780931882.96875 − 1780931882.9375 = 1/32 s
+# = 31_250_000 ns (derived), decode 187_500_000 − 31_250_000 = 156_250_000 ns (derived).
+BATCH_EXPECTED = {
+    semconv.GEN_AI_USAGE_INPUT_TOKENS: 12,
+    semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 48,
+    semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 2,
+    semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: 0,
+    semconv.PROVIDER_SERVER_TOTAL_NS: 250_000_000,
+    semconv.PROVIDER_QUEUE_NS: 15_625_000,
+    semconv.PROVIDER_INFERENCE_NS: 187_500_000,
+    semconv.PROVIDER_PREFILL_NS: 31_250_000,
+    semconv.PROVIDER_DECODE_NS: 156_250_000,
+    semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("length", "stop"),  # one per request, in order
+}
+
+
+def test_native_batch_sums_counts_and_takes_the_slowest_requests_timing(
+    replay: Replay, spans: Spans, undo: Any
+) -> None:
+    body, span = post_native(replay, spans, undo, BATCH, metrics=True)
+    assert [reply["meta_info"]["prompt_tokens"] for reply in body] == [5, 7]  # replies untouched
+    values = dict(span.attributes or {})
+    assert attributes_of(span, BATCH_EXPECTED) == BATCH_EXPECTED
+    assert semconv.GEN_AI_RESPONSE_ID not in values  # each request has its own id: none is the call's
+    assert semconv.PROVIDER_FIELDS_MISSING not in values
+
+
+def test_native_batch_stream_tells_its_requests_apart_by_index(
+    replay: Replay, spans: Spans, undo: Any
+) -> None:
+    server = sglang_server(replay, metrics=True)
+    undo(latencylens.instrument_httpx(base_urls=[server.url], provider="sglang"))
+    with httpx.Client(trust_env=False) as client:
+        for _ in range(2):  # the first call warms the client
+            with client.stream("POST", server.url + "/generate", json={**BATCH, "stream": True}) as response:
+                lines = [line for line in response.iter_lines() if line.startswith("data: {")]
+    assert len(lines) == 5
+    span = spans()[-1]
+    values = dict(span.attributes or {})
+    assert attributes_of(span, BATCH_EXPECTED) == BATCH_EXPECTED  # each request's last meta_info
+    # content is a request's text changing: "Paris", " Berlin", "Paris.", " Berlin." (compared
+    # with one text for both requests, the last chunk's unchanged "Paris." would count as a fifth)
+    assert values[semconv.STREAM_CONTENT_CHUNKS] == 4
+    # the first request's "Paris" 30 ms after the request; the last chunk 10 + 10 + 10 + 20 ms later
+    assert_stream_timing(span, server, ttft_s=0.030, decode_s=0.050, output_tokens=48)
 
 
 def test_openai_api_reads_usage_and_the_meta_info_it_was_asked_for(
