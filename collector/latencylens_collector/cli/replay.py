@@ -81,7 +81,7 @@ def register(sub: Any) -> None:
     target.add_argument("--provider", choices=APIS, default="openai", help="wire protocol (default openai)")
     target.add_argument(
         "--adapter",
-        help="LatencyLens adapter that reads the responses (vllm, tgi, llamacpp, groq, ...; "
+        help="LatencyLens adapter that reads the responses (vllm, sglang, nim, tgi, llamacpp, groq, ...; "
         "default: --provider)",
     )
     target.add_argument(
