@@ -12,8 +12,9 @@ finish: prefill + decode) and the epoch timestamps ``forward_entry_time`` and
 and ``inference_time`` minus it is decode (both derived; without the timestamps inference stays
 unsplit). ``/v1/chat/completions`` reports OpenAI ``usage`` (``reasoning_tokens`` beside the
 counts); with ``"return_meta_info": true`` (non-streamed only) each choice carries the same
-``meta_info``, read from the first choice. Streamed text is cumulative unless the server streams
-increments; either way a chunk is content when its ``text`` differs from the chunk before.
+``meta_info`` (with ``n`` > 1, the timing is that of the choice with the longest ``e2e_latency``).
+Streamed text is cumulative unless the server streams increments; either way a chunk is content
+when its ``text`` differs from the chunk before.
 
 A batch (``/generate`` given several prompts, or ``n`` > 1) answers a list of such replies, or
 streams each request's chunks with its ``index``. Its counts are summed over the requests (each
@@ -50,14 +51,21 @@ _TIMING_FIELDS = (
 
 
 def _meta_info(holder: Any) -> tuple[Any, bool]:
-    """``(meta_info, native)``: the top-level block of a native reply, else the first choice's."""
+    """``(meta_info, native)``: the top-level block of a native reply, else the slowest choice's."""
     meta = field_of(holder, "meta_info")
     if meta is not None:
         return meta, True
     choices = field_of(holder, "choices")
     if isinstance(choices, (list, tuple)) and choices:
-        return field_of(choices[0], "meta_info"), False
+        metas = [meta for meta in (field_of(choice, "meta_info") for choice in choices) if meta is not None]
+        return (_slowest(metas) if metas else None), False
     return None, False
+
+
+def _slowest(metas: Sequence[Any]) -> Any:
+    """The ``meta_info`` of the request with the longest ``e2e_latency`` (the first when none has one):
+    of several requests answered together, the one the call waited for."""
+    return max(metas, key=lambda meta: seconds_to_ns(field_of(meta, "e2e_latency")) or -1)
 
 
 def _read_native_counts(meta: Any, out: Usage) -> None:
@@ -94,7 +102,7 @@ def _batch_meta(replies: Sequence[Any], out: Usage) -> dict[str, Any] | None:
         counts = [count for count in (as_int(field_of(meta, name)) for meta in metas) if count is not None]
         if len(counts) == len(metas):
             combined[name] = sum(counts)
-    slowest = max(metas, key=lambda meta: seconds_to_ns(field_of(meta, "e2e_latency")) or -1)
+    slowest = _slowest(metas)
     for name in _TIMING_FIELDS:
         combined[name] = field_of(slowest, name)
     for meta in metas:

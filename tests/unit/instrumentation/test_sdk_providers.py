@@ -11,7 +11,13 @@ import pytest
 from groq.types.chat import ChatCompletion as GroqChatCompletion
 from groq.types.chat import ChatCompletionChunk as GroqChatCompletionChunk
 from opentelemetry.sdk.trace import ReadableSpan
-from provider_payloads import NIM_STATS, nim_chat_completion, sglang_generate
+from provider_payloads import (
+    NIM_STATS,
+    SGLANG_META,
+    nim_chat_completion,
+    sglang_chat_completion,
+    sglang_generate,
+)
 
 import latencylens
 from latencylens import semconv
@@ -361,6 +367,16 @@ def test_sglang_batch_of_odd_replies_keeps_what_every_request_reported() -> None
     nothing = adapter.extract([])
     assert nothing.input_tokens is None
     assert "meta_info.prompt_tokens" in nothing.fields_missing
+
+
+def test_sglang_openai_reply_with_several_choices_is_timed_by_the_slowest() -> None:
+    reply = sglang_chat_completion(meta_info=True)
+    slower = {**reply["choices"][0], "index": 1, "meta_info": {**SGLANG_META, "e2e_latency": 0.5}}
+    reply["choices"].append(slower)
+    usage = get_adapter("sglang").extract(reply)
+    assert usage.server_total_ns == 500_000_000  # the second choice's 0.5 s, not the first's 0.2395… s
+    assert usage.queue_ns is None  # that choice's meta_info has no metrics: none borrowed from the other
+    assert (usage.input_tokens, usage.output_tokens) == (5, 32)  # from usage, as the server summed it
 
 
 def test_nim_stats_with_hostile_values_keep_what_is_valid() -> None:
