@@ -41,6 +41,9 @@ from latencylens.providers._chat import USAGE_PATHS, ChatCompletionsAdapter, Cha
 
 _SPLIT_DERIVED = frozenset({"prefill", "decode"})
 _COUNT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+_MOST_BATCH_REQUESTS = 4096
+"""Requests of a batch's stream tracked apart; chunks of any further index share one slot, so a
+stream whose indices never repeat holds bounded memory."""
 _TIMING_FIELDS = (
     "e2e_latency",
     "queue_time",
@@ -175,7 +178,9 @@ class SGLangStreamState(ChatStreamState):
         if meta is None:
             return super().record_chunk(chunk)
         index = field_of(chunk, "index")  # only a batch's chunks carry it
-        if type(index) is not int:
+        if type(index) is not int or (
+            index not in self._last_chunks and len(self._last_chunks) >= _MOST_BATCH_REQUESTS
+        ):
             index = None
         # every native chunk has meta_info; each request's last one has its totals
         self._last_chunks[index] = self._usage_chunk = chunk

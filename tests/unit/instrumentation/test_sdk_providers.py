@@ -379,6 +379,19 @@ def test_sglang_openai_reply_with_several_choices_is_timed_by_the_slowest() -> N
     assert (usage.input_tokens, usage.output_tokens) == (5, 32)  # from usage, as the server summed it
 
 
+def test_sglang_stream_whose_indices_never_repeat_holds_bounded_state() -> None:
+    state = get_adapter("sglang").new_stream_state()
+    for index in range(10_000):  # far more "requests" than any batch: each a new index
+        chunk = {
+            "text": f"t{index}",
+            "index": index,
+            "meta_info": {"prompt_tokens": 1, "completion_tokens": 1},
+        }
+        assert state.record_chunk(chunk)  # still content: its text changed
+    # 4,096 requests tracked apart and one slot for the rest, one prompt token each: not 10,000
+    assert state.usage().input_tokens == 4097
+
+
 def test_nim_stats_with_hostile_values_keep_what_is_valid() -> None:
     reply = nim_chat_completion(usage=False)
     reply["stats"] = {**NIM_STATS, "generation_time_in_ms": "NaN", "llm_output_token_length": "64"}
