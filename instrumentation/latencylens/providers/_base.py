@@ -215,22 +215,48 @@ def is_sdk_object(cls: type) -> bool:
     return not mapping
 
 
+_extra_only: set[tuple[type, str]] = set()
+"""(pydantic model class, name) where the name is no declared field and no class attribute: a
+server's extension field (vLLM's ``metrics``, SGLang's ``meta_info``, ...), found only in the
+instance's ``__pydantic_extra__``. Reading it there costs a dict lookup; ``getattr`` on a chunk
+without it goes through pydantic's ``__getattr__``, which raises inside (≈ 3 µs a chunk)."""
+
+
+def _learn_absent(cls: type, name: str) -> None:
+    """Remember ``name`` as extras-only on ``cls`` when it is (``getattr`` just found nothing)."""
+    fields = getattr(cls, "__pydantic_fields__", None)
+    if (
+        isinstance(fields, dict)
+        and hasattr(cls, "__pydantic_extra__")
+        and not name.startswith("_")  # private attributes take another path in pydantic
+        and name not in fields
+        and not hasattr(cls, name)
+        and len(_extra_only) < _MAPPING_CACHE_LIMIT
+    ):
+        _extra_only.add((cls, name))
+
+
 def field_of(obj: Any, name: str) -> Any:
     """``obj[name]`` for mappings, ``obj.name`` for SDK objects, including pydantic extras.
 
     Plain dicts (the common case for HTTP replies) take one ``dict.get``; pydantic models one
-    attribute read, which also finds undeclared fields kept in ``__pydantic_extra__``.
+    attribute read, which also finds undeclared fields kept in ``__pydantic_extra__`` (a name the
+    model does not declare is looked up there directly once known: :data:`_extra_only`).
     """
     cls = type(obj)
     if cls is dict:
         return obj.get(name)
     if obj is None:
         return None
+    if _extra_only and (cls, name) in _extra_only:
+        extra = getattr(obj, "__pydantic_extra__", None)
+        return extra.get(name) if extra else None
     value = getattr(obj, name, None)
     if value is None:
         mapping = mapping_types.get(cls)
         if mapping or (mapping is None and _is_mapping(cls)):
             return obj.get(name)
+        _learn_absent(cls, name)
     return value
 
 
@@ -265,7 +291,7 @@ def fields_of(obj: Any, names: tuple[str, ...]) -> Sequence[Any]:
         except AttributeError:
             if len(_partial) < _MAPPING_CACHE_LIMIT:
                 _partial.add((cls, names))
-    return [getattr(obj, name, None) for name in names]
+    return [field_of(obj, name) for name in names]
 
 
 def header(headers: Mapping[str, str] | None, name: str) -> str | None:

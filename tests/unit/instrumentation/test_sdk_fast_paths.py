@@ -223,6 +223,36 @@ def test_fast_fields_of_equals_field_of_for_every_shape() -> None:
         assert list(fields_of(obj, names)) == [field_of(obj, name) for name in names], obj
 
 
+class _Reply(pydantic.BaseModel):
+    """An SDK model as the openai SDK makes them: undeclared fields kept as extras; a property."""
+
+    model_config = pydantic.ConfigDict(extra="allow")
+    id: str = "r"
+    usage: dict[str, int] | None = None
+
+    @property
+    def timings(self) -> str:  # a class attribute: never read from the extras
+        return "property"
+
+
+def test_fast_field_of_reads_an_undeclared_field_as_getattr_does() -> None:
+    """Once a name is known to be no field and no class attribute of a model, ``field_of`` reads it
+    from the extras directly: the same value, before and after, whether the chunk has it or not."""
+    without, with_metrics = _Reply(), _Reply(metrics={"queue_time_ms": 12.3})  # type: ignore[call-arg]
+    odd = _Reply(metrics=None, timings="extra")  # type: ignore[call-arg]
+    for _ in range(2):  # the second pass takes the remembered path
+        for obj in (without, with_metrics, odd):
+            for name in ("metrics", "usage", "id", "timings", "_private", "model_fields_set"):
+                assert field_of(obj, name) == getattr(obj, name, None), (obj, name)
+    assert field_of(with_metrics, "metrics") == {"queue_time_ms": 12.3}
+    assert field_of(odd, "timings") == "property"  # the property wins, as with getattr
+    chunk = openai_chat.ChatCompletionChunk.model_validate({**_chunk({}), "metrics": {"a": 1}})
+    plain = openai_chat.ChatCompletionChunk.model_validate(_chunk({"content": "x"}))
+    for _ in range(2):
+        assert (field_of(plain, "metrics"), field_of(chunk, "metrics")) == (None, {"a": 1})
+        assert list(fields_of(plain, ("usage", "metrics"))) == [None, None]
+
+
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: bool = False) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": "chatcmpl-1",
