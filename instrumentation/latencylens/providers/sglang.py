@@ -28,22 +28,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from latencylens.providers._base import (
-    Usage,
-    as_int,
-    field_of,
-    nonempty_text,
-    seconds_to_ns,
-    take_int,
-    take_seconds,
-)
-from latencylens.providers._chat import USAGE_PATHS, ChatCompletionsAdapter, ChatStreamState, read_token_usage
+from latencylens.providers._base import Usage, field_of, nonempty_text, seconds_to_ns, take_int, take_seconds
+from latencylens.providers._batch import BatchStreamState, slowest, summed
+from latencylens.providers._chat import USAGE_PATHS, ChatCompletionsAdapter, read_token_usage
 
 _SPLIT_DERIVED = frozenset({"prefill", "decode"})
 _COUNT_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
-_MOST_BATCH_REQUESTS = 4096
-"""Requests of a batch's stream tracked apart; chunks of any further index share one slot, so a
-stream whose indices never repeat holds bounded memory."""
 _TIMING_FIELDS = (
     "e2e_latency",
     "queue_time",
@@ -66,9 +56,8 @@ def _meta_info(holder: Any) -> tuple[Any, bool]:
 
 
 def _slowest(metas: Sequence[Any]) -> Any:
-    """The ``meta_info`` of the request with the longest ``e2e_latency`` (the first when none has one):
-    of several requests answered together, the one the call waited for."""
-    return max(metas, key=lambda meta: seconds_to_ns(field_of(meta, "e2e_latency")) or -1)
+    """The ``meta_info`` of the request with the longest ``e2e_latency``."""
+    return slowest(metas, lambda meta: seconds_to_ns(field_of(meta, "e2e_latency")))
 
 
 def _read_native_counts(meta: Any, out: Usage) -> None:
@@ -102,12 +91,10 @@ def _batch_meta(replies: Sequence[Any], out: Usage) -> dict[str, Any] | None:
         return None
     combined: dict[str, Any] = {}
     for name in _COUNT_FIELDS:
-        counts = [count for count in (as_int(field_of(meta, name)) for meta in metas) if count is not None]
-        if len(counts) == len(metas):
-            combined[name] = sum(counts)
-    slowest = _slowest(metas)
+        combined[name] = summed(metas, name)
+    waited_for = _slowest(metas)
     for name in _TIMING_FIELDS:
-        combined[name] = field_of(slowest, name)
+        combined[name] = field_of(waited_for, name)
     for meta in metas:
         _read_finish_reason(meta, out)
     return combined
@@ -162,43 +149,23 @@ class SGLangAdapter(ChatCompletionsAdapter):
         return SGLangStreamState(self)
 
 
-class SGLangStreamState(ChatStreamState):
+class SGLangStreamState(BatchStreamState):
     """OpenAI chat chunks, or native ``/generate`` chunks whose content is a changed ``text`` (per
     request of a batch, told apart by ``index``)."""
 
-    __slots__ = ("_last_chunks", "_texts")
+    __slots__ = ("_texts",)
 
     def __init__(self, adapter: SGLangAdapter) -> None:
         super().__init__(adapter)
         self._texts: dict[int | None, str] = {}
-        self._last_chunks: dict[int | None, Any] = {}
 
     def record_chunk(self, chunk: Any) -> bool:
         meta = field_of(chunk, "meta_info")
         if meta is None:
             return super().record_chunk(chunk)
-        index = field_of(chunk, "index")  # only a batch's chunks carry it
-        if type(index) is not int or (
-            index not in self._last_chunks and len(self._last_chunks) >= _MOST_BATCH_REQUESTS
-        ):
-            index = None
-        # every native chunk has meta_info; each request's last one has its totals
-        self._last_chunks[index] = self._usage_chunk = chunk
+        index = self.keep(chunk)  # every native chunk has meta_info; a request's last one its totals
         text = field_of(chunk, "text")
         if not nonempty_text(text) or text == self._texts.get(index):
             return False
         self._texts[index] = text
         return True
-
-    def _batch_holder(self) -> None:
-        if len(self._last_chunks) > 1:  # a batch: each request's last chunk, in index order
-            ordered = sorted(self._last_chunks.items(), key=lambda item: -1 if item[0] is None else item[0])
-            self._usage_chunk = [chunk for _, chunk in ordered]
-
-    def usage(self) -> Usage:
-        self._batch_holder()
-        return super().usage()
-
-    def usage_attributes(self) -> dict[str, Any]:
-        self._batch_holder()
-        return super().usage_attributes()

@@ -77,7 +77,7 @@ def sglang_server(replay: Replay, metrics: bool, hold_s: float = 0.0) -> ReplayS
     def generate(request: Any) -> Any:
         if isinstance(request.json().get("text"), list):  # a batch: one reply per prompt
             if request.json().get("stream"):
-                return sse_reply(sglang_batch_chunks(), [0.030, 0.010, 0.010, 0.010, 0.020])
+                return sse_reply(sglang_batch_chunks(), 0.040)
             return json_reply(sglang_batch_generate())
         if request.json().get("stream"):
             # the last chunk adds no text (only the final meta_info), as when a stop string ends it
@@ -249,8 +249,9 @@ def test_native_batch_stream_tells_its_requests_apart_by_index(
     # content is a request's text changing: "Paris", " Berlin", "Paris.", " Berlin." (compared
     # with one text for both requests, the last chunk's unchanged "Paris." would count as a fifth)
     assert values[semconv.STREAM_CONTENT_CHUNKS] == 4
-    # the first request's "Paris" 30 ms after the request; the last chunk 10 + 10 + 10 + 20 ms later
-    assert_stream_timing(span, server, ttft_s=0.030, decode_s=0.050, output_tokens=48)
+    # each chunk 40 ms after the one before: the first request's "Paris" at 40 ms, the last of the
+    # five chunks 4 × 40 = 160 ms later
+    assert_stream_timing(span, server, ttft_s=0.040, decode_s=0.160, output_tokens=48)
 
 
 def test_openai_api_reads_usage_and_the_meta_info_it_was_asked_for(
