@@ -314,6 +314,68 @@ def llamacpp_completion() -> dict[str, Any]:
     }
 
 
+# llama.cpp's native /completion: the fields tools/server/README.md documents ("Response format"),
+# as server_task_result_cmpl_final::to_json_non_oaicompat writes them, with the captured timings above.
+
+
+def llamacpp_native(stop_type: str = "eos", **timings: Any) -> dict[str, Any]:
+    """A native ``/completion`` reply (the final object; in a stream, its last chunk)."""
+    timing = {**LLAMACPP_TIMINGS, **timings}
+    return {
+        "index": 0,
+        "content": " Paris.",
+        "tokens": [],
+        "id_slot": 0,
+        "stop": True,
+        "model": "qwen",
+        "tokens_predicted": timing["predicted_n"],
+        "tokens_evaluated": timing["cache_n"] + timing["prompt_n"],
+        "generation_settings": {"n_predict": 32},
+        "prompt": "The capital of France is",
+        "has_new_line": False,
+        "truncated": False,
+        "stop_type": stop_type,
+        "stopping_word": "",
+        "tokens_cached": timing["cache_n"],
+        "timings": timing,
+    }
+
+
+# The second request of a native batch: values exact in binary (ms → ns rounds nothing), its
+# prompt_ms + predicted_ms (780.75 ms) longer than the first's (651.714 + 73.517 = 725.231 ms).
+LLAMACPP_SECOND_TIMINGS = {
+    "cache_n": 16,
+    "prompt_n": 30,
+    "prompt_ms": 700.5,
+    "predicted_n": 12,
+    "predicted_ms": 80.25,
+}
+
+
+def llamacpp_native_batch() -> list[dict[str, Any]]:
+    """``/completion`` given two prompts: one reply per prompt, each with its ``index``."""
+    return [llamacpp_native(), {**llamacpp_native("limit", **LLAMACPP_SECOND_TIMINGS), "index": 1}]
+
+
+def llamacpp_native_chunks(pieces: list[str], final: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """A native stream: each chunk the next piece of text with the counts so far (``stop`` false),
+    then the final object (``stop`` true, its content empty: the text came in the pieces)."""
+    last = final or llamacpp_native()
+    chunks = [
+        {
+            "index": last["index"],
+            "content": piece,
+            "tokens": [number],
+            "stop": False,
+            "id_slot": 0,
+            "tokens_predicted": number + 1,
+            "tokens_evaluated": last["tokens_evaluated"],
+        }
+        for number, piece in enumerate(pieces)
+    ]
+    return [*chunks, {**last, "content": ""}]
+
+
 TGI_HEADERS = {
     "x-compute-type": "gpu+optimized",
     "x-compute-time": "1.234567",

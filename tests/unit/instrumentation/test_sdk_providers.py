@@ -14,6 +14,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from provider_payloads import (
     NIM_STATS,
     SGLANG_META,
+    llamacpp_native,
+    llamacpp_native_chunks,
     nim_chat_completion,
     sglang_chat_completion,
     sglang_generate,
@@ -390,6 +392,38 @@ def test_sglang_stream_whose_indices_never_repeat_holds_bounded_state() -> None:
         assert state.record_chunk(chunk)  # still content: its text changed
     # 4,096 requests tracked apart and one slot for the rest, one prompt token each: not 10,000
     assert state.usage().input_tokens == 4097
+
+
+def test_llamacpp_native_reply_without_timings_reads_its_own_counts() -> None:
+    reply = llamacpp_native()
+    del reply["timings"]  # a build or a response_fields list that leaves them out
+    usage = get_adapter("llama.cpp").extract(reply)
+    # tokens_evaluated is the whole prompt (46), tokens_cached its cached part, tokens_predicted 10
+    assert (usage.input_tokens, usage.cache_read_input_tokens, usage.output_tokens) == (46, 0, 10)
+    assert (usage.prefill_ns, usage.decode_ns) == (None, None)
+    assert usage.fields_missing == ["timings"]
+    assert usage.finish_reasons == ["eos"] and usage.response_model == "qwen"
+
+
+def test_llamacpp_native_stream_cut_midway_keeps_the_counts_so_far() -> None:
+    state = get_adapter("llama.cpp").new_stream_state()
+    content = [state.record_chunk(chunk) for chunk in llamacpp_native_chunks([" Paris", ".", ""])[:3]]
+    assert content == [True, True, False]  # the empty piece is no content
+    usage = state.usage()  # no final object: the last piece's counts, no timings
+    assert (usage.input_tokens, usage.output_tokens) == (46, 3)
+    assert usage.fields_missing == ["timings"] and usage.finish_reasons == []
+
+
+def test_llamacpp_native_batch_of_odd_replies_keeps_what_every_request_reported() -> None:
+    untimed = llamacpp_native("limit")
+    del untimed["timings"]
+    usage = get_adapter("llama.cpp").extract([llamacpp_native(), untimed, "junk"])
+    # "junk" reports no count, so no sum is known; one request without timings: no split borrowed
+    assert (usage.input_tokens, usage.output_tokens, usage.prefill_ns) == (None, None, None)
+    assert usage.finish_reasons == ["eos", "limit"]
+    assert usage.fields_missing == ["tokens_evaluated", "tokens_predicted", "timings"]  # the native names
+    both = get_adapter("llama.cpp").extract([llamacpp_native(), untimed])
+    assert (both.input_tokens, both.output_tokens, both.prefill_ns) == (92, 20, None)  # 46 + 46, 10 + 10
 
 
 def test_nim_stats_with_hostile_values_keep_what_is_valid() -> None:
