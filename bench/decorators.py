@@ -15,6 +15,10 @@ async ``await opened()``, as ``await client.chat.completions.create(stream=True)
 cost per chunk is the slope between N = 40 and N = 240, so span start/end cancels out, and each
 side's per-call cost of a stream is the intercept of its line.
 
+The same per-chunk figure is taken for a vLLM server's stream read through the openai SDK (sync):
+its ``metrics`` is a field the SDK's chunk type does not declare, as every self-hosted server's
+extension is, so each chunk without it is where a reader's lookup of such a field shows.
+
 A streamed call is also timed whole at its shortest (one content chunk, then the usage chunk),
 paired round by round with the bare span over the same two chunks: no extrapolation, so a steadier
 per-call figure, which still includes two chunks' cost.
