@@ -1,6 +1,8 @@
 """llama.cpp's native ``/completion`` API through ``instrument_httpx`` with plain httpx: one reply, a
 stream of text pieces, and a batch (two prompts) answered as a list and as a stream of interleaved
-requests. Its OpenAI-compatible API is tested with the other hooks (test_providers_autoinstrument.py).
+requests; a batch exported with the real OTLP/HTTP exporter to a real collector, whose breakdown is
+read back from its API. Its OpenAI-compatible API is tested with the other hooks
+(test_providers_autoinstrument.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import httpx
 from opentelemetry.sdk.trace import ReadableSpan
 from provider_payloads import llamacpp_native, llamacpp_native_batch, llamacpp_native_chunks
 from provider_replay import ReplayServer, assert_stream_timing, json_reply, sse_reply
+from test_providers_tgi import export_and_fetch, model_span
 
 import latencylens
 from latencylens import semconv
@@ -135,3 +138,42 @@ def test_native_batch_stream_tells_its_requests_apart_by_index(
     # each part 40 ms after the one before: the first " Paris" at 40 ms, the last of the six parts
     # 5 × 40 = 200 ms later, over the two requests' 22 generated tokens
     assert_stream_timing(span, server, ttft_s=0.040, decode_s=0.200, output_tokens=22)
+
+
+HOLD_S = 0.9
+"""How long the breakdown test's server holds its batch reply: longer than the slower request's
+reported prefill + decode (780.75 ms), as a real server's answer would take."""
+
+
+def test_request_breakdown_of_a_native_batch(replay: Replay, spans: Spans, undo: Any, collector: Any) -> None:
+    server = replay().route("POST", "/completion", json_reply(llamacpp_native_batch(), delay_s=HOLD_S))
+    undo(latencylens.instrument_httpx(base_urls=[server.url], provider="llama.cpp"))
+
+    @latencylens.request(name="POST /ask")
+    def ask() -> list[Any]:
+        with httpx.Client(trust_env=False) as client:
+            replies: list[Any] = client.post(server.url + "/completion", json=BATCH).json()
+        return replies
+
+    assert len(ask()) == 2
+    finished = spans()
+    assert len(finished) == 2  # one model call for the batch, and the request
+    detail = export_and_fetch(finished, collector.url)
+    parts = detail["parts"]
+    parts, provenance = detail["parts"], detail["provenance"]
+    assert parts["prefill"] == 700_500_000  # the slower request's prompt_ms, 700.5 ms
+    assert parts["decode"] == 80_250_000  # its predicted_ms, 80.25 ms
+    # llama.cpp reports no server total: the rest of the call (its duration − 780_750_000 ns) is
+    # network, derived, at least the 0.9 s the server held its reply less those 780.75 ms
+    call_ns = model_span(detail)["duration_ns"]
+    assert parts["network"] == call_ns - 780_750_000
+    assert parts["network"] >= round(HOLD_S * 1e9) - 780_750_000
+    assert (provenance["prefill"], provenance["decode"], provenance["network"]) == (
+        "reported",
+        "reported",
+        "derived",
+    )
+    assert (detail["input_tokens"], detail["output_tokens"]) == (92, 22)  # both requests' tokens
+    assert sum(parts.values()) == detail["e2e_ns"]
+    assert detail["provider"] == "llama.cpp"
+    assert not detail["inconsistent"]
