@@ -225,9 +225,11 @@ without it goes through pydantic's ``__getattr__``, which raises inside (â‰ˆ 3 Â
 def _learn_absent(cls: type, name: str) -> None:
     """Remember ``name`` as extras-only on ``cls`` when it is (``getattr`` just found nothing)."""
     fields = getattr(cls, "__pydantic_fields__", None)
+    lookup = getattr(cls, "__getattr__", None)
     if (
         isinstance(fields, dict)
         and hasattr(cls, "__pydantic_extra__")
+        and getattr(lookup, "__module__", None) == "pydantic.main"  # not a model's own __getattr__
         and not name.startswith("_")  # private attributes take another path in pydantic
         and name not in fields
         and not hasattr(cls, name)

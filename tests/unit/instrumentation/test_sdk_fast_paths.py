@@ -235,17 +235,31 @@ class _Reply(pydantic.BaseModel):
         return "property"
 
 
+class _Computed(_Reply):
+    """A model whose own ``__getattr__`` answers a name it does not declare, for some instances."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "metrics":
+            return "computed" if self.id == "computes" else None
+        return super().__getattr__(name)
+
+
 def test_fast_field_of_reads_an_undeclared_field_as_getattr_does() -> None:
     """Once a name is known to be no field and no class attribute of a model, ``field_of`` reads it
     from the extras directly: the same value, before and after, whether the chunk has it or not."""
     without, with_metrics = _Reply(), _Reply(metrics={"queue_time_ms": 12.3})  # type: ignore[call-arg]
     odd = _Reply(metrics=None, timings="extra")  # type: ignore[call-arg]
     for _ in range(2):  # the second pass takes the remembered path
-        for obj in (without, with_metrics, odd):
+        for obj in (without, with_metrics, odd, _Computed(), _Computed(id="computes")):
             for name in ("metrics", "usage", "id", "timings", "_private", "model_fields_set"):
                 assert field_of(obj, name) == getattr(obj, name, None), (obj, name)
     assert field_of(with_metrics, "metrics") == {"queue_time_ms": 12.3}
     assert field_of(odd, "timings") == "property"  # the property wins, as with getattr
+    # a model's own __getattr__ is always asked, even after an instance answered None
+    assert (field_of(_Computed(), "metrics"), field_of(_Computed(id="computes"), "metrics")) == (
+        None,
+        "computed",
+    )
     chunk = openai_chat.ChatCompletionChunk.model_validate({**_chunk({}), "metrics": {"a": 1}})
     plain = openai_chat.ChatCompletionChunk.model_validate(_chunk({"content": "x"}))
     for _ in range(2):
