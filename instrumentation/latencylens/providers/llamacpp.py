@@ -39,7 +39,7 @@ def _processing_ns(timings: Any) -> int | None:
 def _read_native_meta(reply: Any, out: Usage) -> None:
     """The model and finish reason only native ``/completion`` replies carry."""
     stop_type = field_of(reply, "stop_type")
-    if stop_type in _STOPPED:
+    if isinstance(stop_type, str) and stop_type in _STOPPED:
         out.finish_reasons.append(stop_type)
     model = field_of(reply, "model")
     if out.response_model is None and isinstance(model, str) and model:

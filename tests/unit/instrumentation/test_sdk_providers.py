@@ -405,6 +405,13 @@ def test_llamacpp_native_reply_without_timings_reads_its_own_counts() -> None:
     assert usage.finish_reasons == ["eos"] and usage.response_model == "qwen"
 
 
+def test_llamacpp_native_reply_with_hostile_fields_keeps_what_is_valid() -> None:
+    reply = {**llamacpp_native(), "stop_type": ["eos"], "model": {"name": "qwen"}}  # not strings
+    usage = get_adapter("llama.cpp").extract(reply)
+    assert (usage.finish_reasons, usage.response_model) == ([], None)
+    assert (usage.input_tokens, usage.prefill_ns) == (46, 651_714_000)  # the timings still read
+
+
 def test_llamacpp_native_stream_cut_midway_keeps_the_counts_so_far() -> None:
     state = get_adapter("llama.cpp").new_stream_state()
     content = [state.record_chunk(chunk) for chunk in llamacpp_native_chunks([" Paris", ".", ""])[:3]]
