@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from math import isfinite
 from operator import attrgetter
 from typing import Any, Protocol
 
@@ -41,6 +40,15 @@ from latencylens.semconv import (
 )
 
 _DERIVED_NONE: frozenset[str] = frozenset()
+
+MAX_READ = 10**18
+"""The largest count or ns read from a provider (≈ 31 years in ns); anything larger is no count. A
+span's integers are int64 in OTLP (the exporter drops a larger one, logging an error), and adapters
+add a few of them up (Anthropic's input, Groq's server total, a batch's counts)."""
+MAX_SECONDS = 1e9
+""":data:`MAX_READ` in seconds."""
+MAX_MS = 1e12
+""":data:`MAX_READ` in milliseconds."""
 
 
 class CheckedAttributes(dict[str, Any]):
@@ -309,13 +317,12 @@ def header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 
 def seconds_to_ns(value: Any) -> int | None:
-    """Provider seconds (float) to integer ns, rounded; ``None`` when absent, not a number or not
-    finite (JSON parsers accept ``NaN`` and ``Infinity``)."""
+    """Provider seconds (float) to integer ns, rounded; ``None`` when absent, not a number, negative
+    (no duration is) or past :data:`MAX_SECONDS` (JSON parsers accept ``Infinity`` and ``NaN``,
+    which no comparison passes)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if type(value) is float and not isfinite(value):
-        return None
-    return round(value * 1_000_000_000)
+    return round(value * 1_000_000_000) if 0 <= value <= MAX_SECONDS else None
 
 
 def ms_to_ns(value: Any) -> int | None:
@@ -328,16 +335,15 @@ def ms_to_ns(value: Any) -> int | None:
             return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if type(value) is float and not isfinite(value):
-        return None
-    return round(value * 1_000_000)
+    return round(value * 1_000_000) if 0 <= value <= MAX_MS else None
 
 
 def as_int(value: Any) -> int | None:
-    """An integer count, or ``None`` for anything else (bools included)."""
+    """A count (an integer from 0 to :data:`MAX_READ`), or ``None`` for anything else (bools
+    included)."""
     if type(value) is int:
-        return value
-    if isinstance(value, bool) or not isinstance(value, int):
+        return value if 0 <= value <= MAX_READ else None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_READ:
         return None
     return int(value)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from latencylens.providers._base import Usage, as_int, field_of
+from latencylens.providers._base import MAX_READ, Usage, as_int, field_of
 from latencylens.providers._chat import ChatCompletionsAdapter, ChatStreamState
 
 MOST_REQUESTS = 4096
@@ -22,9 +22,13 @@ stream whose indices never repeat holds bounded memory."""
 
 def summed(blocks: Sequence[Any], name: str) -> int | None:
     """The count ``name`` summed over the requests' blocks (``meta_info``, ``timings``, a reply),
-    or None when a request lacks it: unknown, never an undercount."""
+    or None when a request lacks it (unknown, never an undercount) or the sum is past
+    :data:`MAX_READ`."""
     counts = [count for count in (as_int(field_of(block, name)) for block in blocks) if count is not None]
-    return sum(counts) if blocks and len(counts) == len(blocks) else None
+    if not blocks or len(counts) != len(blocks):
+        return None
+    total = sum(counts)
+    return total if total <= MAX_READ else None
 
 
 def slowest(replies: Sequence[Any], took_ns: Callable[[Any], int | None]) -> Any:

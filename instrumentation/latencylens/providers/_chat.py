@@ -8,10 +8,11 @@ Field paths are string constants so reading a response builds no strings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from latencylens.providers._base import (
+    MAX_READ,
     BaseAdapter,
     StreamStateBase,
     Usage,
@@ -62,9 +63,9 @@ def token_counts(
     completion_details: Any,
 ) -> None:
     """Fill ``out`` from the four :data:`TOKEN_FIELDS` values of a ``usage`` object already read."""
-    if type(prompt) is not int:
+    if type(prompt) is not int or not 0 <= prompt <= MAX_READ:
         prompt = as_int(prompt)
-    if type(completion) is not int:
+    if type(completion) is not int or not 0 <= completion <= MAX_READ:
         completion = as_int(completion)
     out.input_tokens = prompt
     out.output_tokens = completion
@@ -209,7 +210,9 @@ class ChatStreamState(StreamStateBase):
                 self._chunk_type = cls
                 self._adapter.sdk_types = (cls, self._choice_type, self._delta_type)
             choices = field_of(chunk, "choices")
-        if type(choices) is not list and (not choices or isinstance(choices, (str, Mapping))):
+        if type(choices) is not list and (
+            not choices or isinstance(choices, (str, Mapping)) or not isinstance(choices, Iterable)
+        ):
             return False
         content = False
         for choice in choices:

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from latencylens.providers._base import (
+    MAX_READ,
+    MAX_SECONDS,
     CheckedAttributes,
     Usage,
     field_of,
@@ -113,6 +115,16 @@ def _usual_attributes(
         or type(total) is not float
     ):
         return None
+    # Counts and seconds in range (a NaN or an infinity fails the comparison): else the checked path.
+    if not (
+        0 <= prompt_tokens <= MAX_READ
+        and 0 <= completion_tokens <= MAX_READ
+        and 0.0 <= queue <= MAX_SECONDS
+        and 0.0 <= prompt <= MAX_SECONDS
+        and 0.0 <= completion <= MAX_SECONDS
+        and 0.0 <= total <= MAX_SECONDS
+    ):
+        return None
     queue_ns = round(queue * 1e9)
     checked = (model is None or type(model) is str) and (response_id is None or type(response_id) is str)
     for reason in reasons:
@@ -143,6 +155,13 @@ def _usual_attributes(
     clean = CheckedAttributes(attributes)
     clean.lists = _LISTS if reasons else _REPORTED_ONLY
     return clean
+
+
+def _seconds_ns(value: Any) -> int | None:
+    """:func:`seconds_to_ns`, with a shortcut for the float every Groq reply carries."""
+    if type(value) is float and 0.0 <= value <= MAX_SECONDS:
+        return round(value * 1e9)
+    return seconds_to_ns(value)
 
 
 class GroqAdapter(ChatCompletionsAdapter):
@@ -208,11 +227,8 @@ class GroqAdapter(ChatCompletionsAdapter):
             total,
         ) = values
         token_counts(out, token_paths, prompt_tokens, completion_tokens, prompt_details, completion_details)
-        # seconds_to_ns, inlined for the float every Groq reply carries; anything else goes through it
-        queue = round(queue * 1e9) if type(queue) is float else seconds_to_ns(queue)
-        prompt = round(prompt * 1e9) if type(prompt) is float else seconds_to_ns(prompt)
-        completion = round(completion * 1e9) if type(completion) is float else seconds_to_ns(completion)
-        total = round(total * 1e9) if type(total) is float else seconds_to_ns(total)
+        queue, prompt, completion = _seconds_ns(queue), _seconds_ns(prompt), _seconds_ns(completion)
+        total = _seconds_ns(total)
         if queue is not None and prompt is not None and completion is not None and total is not None:
             out.fields_reported += timing_paths
         else:

@@ -100,6 +100,10 @@ def _batch_meta(replies: Sequence[Any], out: Usage) -> dict[str, Any] | None:
     return combined
 
 
+_FAR = 1e12
+"""Seconds past any timestamp a server writes (the year 33,000)."""
+
+
 def _read_timings(meta: Any, out: Usage) -> None:
     out.server_total_ns = take_seconds(meta, "e2e_latency", "meta_info.e2e_latency", out, expected=True)
     out.queue_ns = take_seconds(meta, "queue_time", "meta_info.queue_time", out, expected=True)
@@ -107,7 +111,7 @@ def _read_timings(meta: Any, out: Usage) -> None:
     entered = field_of(meta, "forward_entry_time")
     prefilled = field_of(meta, "prefill_finished_time")
     inference = out.inference_ns
-    if inference is None or seconds_to_ns(entered) is None or seconds_to_ns(prefilled) is None:
+    if inference is None or not _is_time(entered) or not _is_time(prefilled):
         return
     prefill = seconds_to_ns(prefilled - entered)  # subtract first: epoch seconds × 1e9 loses ns
     if (
@@ -116,6 +120,11 @@ def _read_timings(meta: Any, out: Usage) -> None:
         out.prefill_ns, out.decode_ns = prefill, inference - prefill
         out.derived = _SPLIT_DERIVED
         out.fields_reported += ("meta_info.forward_entry_time", "meta_info.prefill_finished_time")
+
+
+def _is_time(value: Any) -> bool:
+    """A timestamp in seconds: a finite number (``NaN`` fails the comparison), not a bool."""
+    return type(value) in (int, float) and -_FAR < value < _FAR
 
 
 class SGLangAdapter(ChatCompletionsAdapter):

@@ -126,6 +126,31 @@ def test_groq_total_time_missing_falls_back_to_prompt_plus_completion() -> None:
     assert usage.fields_missing == ["usage.total_time"]
 
 
+@pytest.mark.parametrize("queue_time", [float("nan"), float("inf"), -0.0375, 1e300])
+def test_groq_queue_time_no_duration_is_listed_missing_and_the_rest_kept(queue_time: float) -> None:
+    """JSON parsers accept NaN and Infinity; a negative or absurd time is no duration either. Each
+    raised inside the adapter's shortcut before, losing the whole reply's usage."""
+    response = copy.deepcopy(GROQ_REFERENCE)
+    response["usage"]["queue_time"] = queue_time
+    attributes = GroqAdapter().response_attributes(response)
+    assert attributes[semconv.PROVIDER_FIELDS_MISSING] == ["usage.queue_time"]
+    assert semconv.PROVIDER_QUEUE_NS not in attributes
+    assert semconv.PROVIDER_SERVER_TOTAL_NS not in attributes  # queue + total, and queue is unknown
+    assert attributes[semconv.PROVIDER_PREFILL_NS] == 680_594
+    assert attributes[semconv.PROVIDER_DECODE_NS] == 463_333_333
+    assert attributes[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == 556
+
+
+def test_counts_past_int64_or_negative_are_no_counts() -> None:
+    """OTLP's integers are int64: a larger count would be dropped by the exporter with an error."""
+    response = copy.deepcopy(GROQ_REFERENCE)
+    response["usage"]["prompt_tokens"] = 2**70
+    response["usage"]["completion_tokens"] = -5
+    usage = OpenAIAdapter().extract(response)
+    assert (usage.input_tokens, usage.output_tokens) == (None, None)
+    assert usage.fields_missing == ["usage.prompt_tokens", "usage.completion_tokens"]
+
+
 @pytest.mark.parametrize("usage_path", ["x_groq.usage", "usage"])
 @pytest.mark.parametrize("sdk", ["dict", "groq", "openai"])
 def test_groq_stream_final_chunk(usage_path: str, sdk: str) -> None:
