@@ -52,6 +52,7 @@ from latencylens_collector.analysis.conventions.reading import (
     INPUT_TOKEN_KEYS,
     OUTPUT_TOKEN_KEYS,
 )
+from latencylens_collector.analysis.conventions.values import MAX_INT
 from latencylens_collector.analysis.costs import CallUsage, Prices, request_cost
 from latencylens_collector.analysis.records import NO_PARENT, REQUEST_COLUMNS, STATUS_ERROR, SpanRow
 
@@ -190,7 +191,7 @@ def _build(
     usages = [call_usage(model) for model, _ in models]
     row.update(token_totals(usages))
     cost = request_cost(usages, root.start_ns, prices)
-    row["cost_nano_usd"], row["price_version"] = cost.nano_usd, cost.price_version
+    row["cost_nano_usd"], row["price_version"] = _bounded(cost.nano_usd), cost.price_version
     row.update(stream_metrics(primary_row, primary[1].timing if primary else None))
     if primary_row is not None and row["ttft_ns"] is not None:
         # Where the TTFT came from: measured by a client, or reported by a server (vLLM's span).
@@ -311,7 +312,14 @@ def _total(counts: Iterable[int | None]) -> int | None:
         if count is None:
             return None
         total += count
-    return total
+    return _bounded(total)
+
+
+def _bounded(value: int | None) -> int | None:
+    """``value`` when a row's Int64 column holds it with room to add up, else unknown: a sum of
+    counts each read within :data:`MAX_INT` (or their cost) can still pass it, and one value out of
+    range would fail the insert of every row beside it."""
+    return value if value is None or -MAX_INT <= value <= MAX_INT else None
 
 
 def call_usage(model: SpanRow) -> CallUsage:

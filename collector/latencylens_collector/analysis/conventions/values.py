@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from typing import Final
+
+MAX_INT: Final = 10**18
+"""The largest count or ns an attribute is read as (≈ 31 years in ns): a request row's columns are
+Int64, and a row adds a few of them up."""
 
 
 def parse_int(value: str | None) -> int | None:
-    """An attribute value as an integer (``"12"``, ``"1.5e3"``), or None."""
+    """An attribute value as a count or ns, an integer from 0 to :data:`MAX_INT` (``"12"``,
+    ``"1.5e3"``), or None: every integer read from attributes is one, so a negative or absurd
+    number from a hostile or broken sender is not a number to attribute (nor to store)."""
     if value is None or value == "":
         return None
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        pass
-    try:
-        return round(float(value))
-    except (ValueError, OverflowError):
-        return None
+        try:
+            number = round(float(value))
+        except (ValueError, OverflowError):
+            return None
+    return number if 0 <= number <= MAX_INT else None
 
 
 def first_int(attributes: Mapping[str, str], *keys: str) -> int | None:
@@ -32,7 +38,8 @@ def first_int(attributes: Mapping[str, str], *keys: str) -> int | None:
 
 
 def seconds_to_ns(value: str | None) -> int | None:
-    """A duration in (fractional) seconds as integer ns; None when absent, negative or not a number."""
+    """A duration in (fractional) seconds as integer ns; None when absent, negative, past
+    :data:`MAX_INT` ns or not a number."""
     return _scaled_ns(value, 1e9)
 
 
@@ -53,9 +60,10 @@ def _scaled_ns(value: str | None, ns_per_unit: float) -> int | None:
         amount = float(value)
     except ValueError:
         return None
-    if not math.isfinite(amount) or amount < 0:
+    ns = amount * ns_per_unit
+    if not 0 <= ns <= MAX_INT:  # NaN and infinities fail the comparison too
         return None
-    return round(amount * ns_per_unit)
+    return round(ns)
 
 
 def _first_scaled_ns(attributes: Mapping[str, str], keys: tuple[str, ...], ns_per_unit: float) -> int | None:
