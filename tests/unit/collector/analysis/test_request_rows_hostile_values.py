@@ -22,6 +22,7 @@ from latencylens_collector.analysis.conventions.reading import (
     INPUT_TOKEN_KEYS,
     OUTPUT_TOKEN_KEYS,
 )
+from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.request_rows import build_request_row
 from latencylens_collector.intake import otlp
 
@@ -74,18 +75,22 @@ def test_parse_int_reads_counts_and_ns_only() -> None:
     assert [parse_int(v) for v in ("-1", "1e25", "1000000000000000001", "nan", "inf", "1e400")] == [None] * 6
 
 
-@FUZZ
-@given(values=st.dictionaries(st.sampled_from(READ_KEYS), HOSTILE_TEXT, min_size=1))
-def test_a_row_from_hostile_numbers_fits_its_columns(values: dict[str, str]) -> None:
-    # A model with a price, so that a count of 10^18 tokens makes a cost past Int64.
+def _priced_trace(values: dict[str, str]) -> list[SpanRow]:
+    """chat_trace's spans with ``values`` on its model span, whose model has a price (so that a
+    count of 10^18 tokens makes a cost past Int64)."""
     spans = otlp.flatten(export_request(chat_trace(BASE, model="llama-3.3-70b-versatile"))).spans
-    spans = [
+    return [
         dataclasses.replace(row, attributes={**row.attributes, **values})
         if row.kind == semconv.KIND_MODEL
         else row
         for row in spans
     ]
-    row = build_request_row(spans)
+
+
+@FUZZ
+@given(values=st.dictionaries(st.sampled_from(READ_KEYS), HOSTILE_TEXT, min_size=1))
+def test_a_row_from_hostile_numbers_fits_its_columns(values: dict[str, str]) -> None:
+    row = build_request_row(_priced_trace(values))
     assert row is not None
     for column, value in row.items():
         if type(value) is int:
@@ -107,16 +112,8 @@ def test_a_row_from_hostile_numbers_fits_its_columns(values: dict[str, str]) -> 
 def test_a_cost_past_int64_is_unknown() -> None:
     """10^18 input tokens are a count, but at llama-3.3-70b-versatile's $0.59 per million they
     cost 5.9 × 10^20 nano-dollars, past the column's Int64: the cost is unknown, the counts kept."""
-    spans = otlp.flatten(export_request(chat_trace(BASE, model="llama-3.3-70b-versatile"))).spans
-    priced = build_request_row(spans)
+    priced = build_request_row(_priced_trace({}))
     assert priced is not None and priced["cost_nano_usd"] > 0  # at chat_trace's own counts
-    at_scale = {semconv.GEN_AI_USAGE_INPUT_TOKENS: str(10**18)}
-    spans = [
-        dataclasses.replace(row, attributes={**row.attributes, **at_scale})
-        if row.kind == semconv.KIND_MODEL
-        else row
-        for row in spans
-    ]
-    row = build_request_row(spans)
+    row = build_request_row(_priced_trace({semconv.GEN_AI_USAGE_INPUT_TOKENS: str(10**18)}))
     assert row is not None
     assert (row["input_tokens"], row["cost_nano_usd"]) == (10**18, None)
