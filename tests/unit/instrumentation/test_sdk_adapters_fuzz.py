@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzz_settings import reproducible
+from hypothesis import given
 from hypothesis import strategies as st
 from provider_payloads import (
     TGI_HEADERS,
@@ -54,13 +55,7 @@ from provider_payloads import (
 from latencylens.providers import get_adapter
 from latencylens.providers._base import CheckedAttributes
 
-FUZZ = settings(
-    max_examples=60,
-    deadline=None,
-    database=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = reproducible(60)
 
 Payload = Callable[[], Any]
 

@@ -20,7 +20,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 from collector_settings import collector_settings
-from hypothesis import HealthCheck, given, settings
+from fuzz_settings import reproducible
+from hypothesis import given
 from hypothesis import strategies as st
 from otlp_builders import MS, chat_trace, post_protobuf, recent_base_ns
 
@@ -157,13 +158,7 @@ def test_any_parameter_value_gets_below_500_and_a_json_error(
 ) -> None:
     parameters = schema["paths"][path]["get"]["parameters"]
 
-    @settings(
-        max_examples=EXAMPLES_PER_ROUTE,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @reproducible(EXAMPLES_PER_ROUTE)
     @given(data=st.data())
     def check(data: st.DataObject) -> None:
         url_path, query = path, {}

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzz_settings import reproducible
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -464,17 +465,7 @@ def test_foreign_instrumentations_spans_store_the_same_rows(paths: TwoPaths) -> 
 
 
 # --- generated bodies --------------------------------------------------------------------------------
-GEN = settings(
-    max_examples=6,
-    deadline=None,
-    database=None,
-    derandomize=True,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+GEN = reproducible(6, HealthCheck.function_scoped_fixture)
 _KEYS = sorted(
     {
         semconv.SPAN_KIND,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import HealthCheck, given, settings
+from fuzz_settings import reproducible
+from hypothesis import given
 from hypothesis import strategies as st
 from otlp_builders import MS, chat_trace, export_request
 
@@ -61,13 +62,7 @@ HOSTILE_TEXT = st.sampled_from(
         "0",
     ]
 )
-FUZZ = settings(
-    max_examples=200,
-    deadline=None,
-    database=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FUZZ = reproducible(200)
 
 
 def test_parse_int_reads_counts_and_ns_only() -> None:

@@ -16,7 +16,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from fuzz_settings import reproducible
+from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from otlp_builders import chat_trace, export_request, json_body
@@ -25,13 +26,7 @@ from latencylens_collector.intake import otlp, values
 
 BASE = 1_700_000_000_000_000_000
 LIMITS = otlp.Limits(now_ns=BASE)
-FUZZ = settings(
-    max_examples=150,
-    deadline=None,
-    database=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = reproducible(150)
 
 
 def _request() -> Any:
