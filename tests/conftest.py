@@ -27,6 +27,9 @@ from collector_settings import collector_settings
 from latencylens_collector.settings import Settings
 from latencylens_collector.settings import chdb_dsn as _chdb_dsn
 
+# Helpers whose asserts should show both sides when a check fails, like a test's own.
+pytest.register_assert_rewrite("convergence_support")
+
 if TYPE_CHECKING:  # imported by the fixtures that use them: unit tests need neither (seconds saved)
     from latencylens_collector.api.server import ServiceThread
     from latencylens_collector.storage.store import Store

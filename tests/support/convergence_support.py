@@ -369,4 +369,57 @@ def check_rollup_equals_rows(store: Store, project: str) -> None:
         "GROUP BY hour_s HAVING n > 0 ORDER BY hour_s",
         params,
     )
-    assert from_rollup == from_rows
+    assert from_rollup == from_rows, rollup_report(store, project, from_rows, from_rollup)
+
+
+def rollup_report(
+    store: Store, project: str, from_rows: list[dict[str, Any]], from_rollup: list[dict[str, Any]]
+) -> str:
+    """What a failed rollup comparison needs to be told apart: a build older than an insert it
+    missed (its id and ``covers_until`` against the hour's insert stamps and the store's clock now),
+    or one read of ``requests FINAL`` disagreeing with another (each hour read again, as a build
+    reads it, and each trace's newest version read without ``FINAL``), or the store's clock stepping
+    back (a build recorded after another with a lower id)."""
+    params = {"project": project}
+    db = store.database
+    builds = store.query(
+        # In insert order (the part's first block): a build id lower than an earlier build's is
+        # the store's clock stepping back.
+        "SELECT toUnixTimestamp(hour) AS hour_s, build, toString(covers_until) AS covers, requests, "
+        "toUInt64(splitByChar('_', _part)[2]) AS block "
+        f"FROM {db}.requests_rollup_builds WHERE project = {{project:String}} ORDER BY hour_s, block",
+        params,
+    )
+    touched = store.query(
+        "SELECT toUnixTimestamp(hour) AS hour_s, toString(last_insert) AS stamp "
+        f"FROM {db}.requests_touched WHERE project = {{project:String}} ORDER BY hour_s, stamp",
+        params,
+    )
+    hours = sorted({int(row["hour_s"]) for row in [*from_rows, *from_rollup, *touched]})
+    as_built = [
+        store.query(
+            f"SELECT {hour} AS hour_s, count() AS n, sum(e2e_ns) AS e2e FROM {db}.requests FINAL "
+            "WHERE project = {project:String} AND start_time >= toDateTime({hour:UInt32}, 'UTC') "
+            f"AND start_time < toDateTime({{hour:UInt32}} + {rollup.HOUR_S}, 'UTC')",
+            {**params, "hour": hour},
+        )
+        for hour in hours
+    ]
+    newest = store.query(
+        "SELECT toUnixTimestamp(toStartOfHour(start_time)) AS hour_s, count() AS n, sum(e2e_ns) AS e2e "
+        f"FROM (SELECT * FROM {db}.requests WHERE project = {{project:String}} "
+        "      ORDER BY version DESC, is_deleted LIMIT 1 BY trace_id) "
+        "WHERE is_deleted = 0 GROUP BY hour_s ORDER BY hour_s",
+        params,
+    )
+    now = store.query("SELECT toString(now64(6, 'UTC')) AS now")
+    lines = [
+        f"from rows:        {from_rows}",
+        f"from rollup:      {from_rollup}",
+        f"FINAL per hour:   {as_built}",
+        f"newest, no FINAL: {newest}",
+        f"builds:           {builds}",
+        f"inserts touched:  {touched}",
+        f"store clock now:  {now}",
+    ]
+    return "rollup differs from the rows\n" + "\n".join(lines)
