@@ -340,16 +340,18 @@ def check_converged(store: Store, project: str, traces: Sequence[Trace]) -> None
 
 
 def check_rollup_equals_rows(store: Store, project: str) -> None:
-    """Every touched hour has a build newer than its last insert, and that build's totals and
-    merged percentile states equal the same aggregates over the rows."""
+    """Every touched hour has a build newer than its last insert and started from its current count
+    of inserted rows, and that build's totals and merged percentile states equal the same
+    aggregates over the rows."""
     params = {"project": project}
     db = store.database
     fresh = store.query(
-        f"SELECT toUnixTimestamp(t.hour) AS hour_s, t.last < b.covers AS fresh "
-        f"FROM (SELECT hour, max(last_insert) AS last FROM {db}.requests_touched "
-        "      WHERE project = {project:String} GROUP BY hour) AS t "
-        f"LEFT JOIN (SELECT hour, covers_until AS covers FROM {db}.requests_rollup_builds FINAL "
-        "      WHERE project = {project:String}) AS b ON t.hour = b.hour",
+        f"SELECT toUnixTimestamp(t.hour) AS hour_s, t.last < b.covers AND t.inserted = b.inserted AS fresh "
+        f"FROM (SELECT hour, max(last_insert) AS last, sum(inserted_rows) AS inserted "
+        f"      FROM {db}.requests_touched WHERE project = {{project:String}} GROUP BY hour) AS t "
+        f"LEFT JOIN (SELECT hour, covers_until AS covers, inserted_rows AS inserted "
+        f"      FROM {db}.requests_rollup_builds FINAL WHERE project = {{project:String}}) AS b "
+        "ON t.hour = b.hour",
         params,
     )
     assert fresh and all(row["fresh"] for row in fresh), fresh
@@ -385,13 +387,13 @@ def rollup_report(
     builds = store.query(
         # In insert order (the part's first block): a build id lower than an earlier build's is
         # the store's clock stepping back.
-        "SELECT toUnixTimestamp(hour) AS hour_s, build, toString(covers_until) AS covers, requests, "
-        "toUInt64(splitByChar('_', _part)[2]) AS block "
+        "SELECT toUnixTimestamp(hour) AS hour_s, build, toString(covers_until) AS covers, inserted_rows, "
+        "requests, toUInt64(splitByChar('_', _part)[2]) AS block "
         f"FROM {db}.requests_rollup_builds WHERE project = {{project:String}} ORDER BY hour_s, block",
         params,
     )
     touched = store.query(
-        "SELECT toUnixTimestamp(hour) AS hour_s, toString(last_insert) AS stamp "
+        "SELECT toUnixTimestamp(hour) AS hour_s, toString(last_insert) AS stamp, inserted_rows "
         f"FROM {db}.requests_touched WHERE project = {{project:String}} ORDER BY hour_s, stamp",
         params,
     )

@@ -93,16 +93,17 @@ def plan(
     params: dict[str, Any] = {"project": project, "h_lo": candidates[0], "h_hi": candidates[-1], "kept": kept}
     builds_sql = (
         "SELECT toUnixTimestamp(hour) AS hour_s, build, toUnixTimestamp64Micro(covers_until) AS covers_us,"
-        " requests, state_values[{kept:UInt8}] AS state_values"
+        " inserted_rows, requests, state_values[{kept:UInt8}] AS state_values"
         f" FROM {store.table('requests_rollup_builds')} FINAL WHERE {_HOURS}"
     )
     touched_sql = (
-        "SELECT toUnixTimestamp(hour) AS hour_s, toUnixTimestamp64Micro(max(last_insert)) AS last_us"
+        "SELECT toUnixTimestamp(hour) AS hour_s, toUnixTimestamp64Micro(max(last_insert)) AS last_us,"
+        " sum(inserted_rows) AS inserted_rows"
         f" FROM {store.table('requests_touched')} WHERE {_HOURS} GROUP BY hour"
     )
     builds = {int(row["hour_s"]): row for row in store.query(builds_sql, params)}
-    touched = {int(row["hour_s"]): int(row["last_us"]) for row in store.query(touched_sql, params)}
-    fresh = [builds[h] for h in candidates if h in builds and touched.get(h, 0) < int(builds[h]["covers_us"])]
+    touched = {int(row["hour_s"]): row for row in store.query(touched_sql, params)}
+    fresh = [builds[h] for h in candidates if h in builds and _covers(builds[h], touched.get(h))]
     requests = sum(int(row["requests"]) for row in fresh)
     state_values = sum(int(row["state_values"]) for row in fresh)
     if not fresh or (rollup == "auto" and state_values * MERGE_COST_PER_STATE_VALUE >= requests):
@@ -115,6 +116,16 @@ def plan(
         tuple(sorted(int(row["build"]) for row in fresh)),
         tuple(_subtract(merged, rolled)),
     )
+
+
+def _covers(build: dict[str, Any], touched: dict[str, Any] | None) -> bool:
+    """Whether a build still covers its hour: no row inserted since it started, by count (no clock
+    involved) and by stamp (an insert counted but not yet visible when the build read the rows);
+    see :mod:`latencylens_collector.storage.rollup`."""
+    if touched is None:
+        return int(build["inserted_rows"]) == 0
+    same_count = int(touched["inserted_rows"]) == int(build["inserted_rows"])
+    return same_count and int(touched["last_us"]) < int(build["covers_us"])
 
 
 _ROLLUP_WHERE: Final = f"{_HOURS} AND kept = {{kept:UInt8}} AND build IN {{builds:Array(UInt64)}}"

@@ -6,16 +6,21 @@ metric. The states merge without loss, so percentiles read from the rollup equal
 over the request rows (tests/integration/collector/storage/test_rollup.py checks it, query by query).
 
 When a rollup may be trusted, with request rows rewritten whenever late spans arrive: the
-materialized view ``requests_touched_mv`` records when rows were last inserted into each (project,
-hour), whatever inserted them (the writer, a spool replay, a backfill). A build of an hour starts
-only once that hour has been quiet for ``settle`` seconds, reads ``requests FINAL`` and records
-``covers_until`` = its start − ``settle``. Every one of these times is on the store's clock
-(``now64``, :meth:`Store.now_ns`), like the insert stamps they are compared with: a collector's
-clock ahead of the server would otherwise trust a build that missed inserts. Readers use an hour's
-rollup only while no insert into that hour is newer than ``covers_until``; otherwise the hour is
-read from the rows, and the next refresh rebuilds it. ``settle`` bounds how long an insert may
-take from stamping its time to committing, so an insert the build could not see always makes the
-hour stale.
+materialized view ``requests_touched_mv`` records, per (project, hour), when rows were last inserted
+and how many rows were ever inserted, whatever inserted them (the writer, a spool replay, a
+backfill). A build of an hour starts only once that hour has been quiet for ``settle`` seconds,
+reads the count, then ``requests FINAL``, and records both the count and ``covers_until`` = its
+start − ``settle``. Readers use an hour's rollup only while its count is unchanged and no insert
+into it is newer than ``covers_until``; otherwise the hour is read from the rows, and the next
+refresh rebuilds it.
+
+Two checks, because each covers what the other cannot. The count needs no clock: an insert stamped
+by a server whose clock is behind the builder's, or after the clock stepped back, still changes it.
+The stamp covers an insert whose count is already visible when its rows are not yet (a view's part
+may commit before its source's): ``settle`` bounds how long an insert may take from stamping its
+time to committing. Every time here is the store's clock (``now64``), like the insert stamps, and a
+build's id is also above every earlier build's of its hour, so the newest build is the one read
+even when the clock has stepped back.
 """
 
 from __future__ import annotations
@@ -128,18 +133,31 @@ GROUP BY GROUPING SETS ({_GROUPING_SETS})
 
 
 def _stale_sql(store: Store) -> str:
-    """Hours inserted into since their last build. A missing build joins as covers = 1970
-    (join_use_nulls is off), so never-built hours are stale."""
+    """Hours inserted into since their last build, by count or by stamp. A missing build joins as
+    covers = 1970 (join_use_nulls is off), so never-built hours are stale."""
     return f"""
 SELECT t.project AS project, toUnixTimestamp(t.hour) AS hour_s
-FROM (SELECT project, hour, max(last_insert) AS last
+FROM (SELECT project, hour, max(last_insert) AS last, sum(inserted_rows) AS inserted
       FROM {store.table("requests_touched")} GROUP BY project, hour) AS t
-LEFT JOIN (SELECT project, hour, max(covers_until) AS covers
+LEFT JOIN (SELECT project, hour, argMax(covers_until, build) AS covers,
+                  argMax(inserted_rows, build) AS inserted
            FROM {store.table("requests_rollup_builds")} GROUP BY project, hour) AS b
   ON t.project = b.project AND t.hour = b.hour
-WHERE t.last >= b.covers AND t.last < fromUnixTimestamp64Micro({{quiet_before:Int64}}, 'UTC')
+WHERE (t.last >= b.covers OR t.inserted != b.inserted)
+  AND t.last < fromUnixTimestamp64Micro({{quiet_before:Int64}}, 'UTC')
 ORDER BY hour_s DESC
 LIMIT {{limit:UInt32}}
+"""
+
+
+def _build_start_sql(store: Store) -> str:
+    """What a build starts from, read in one statement before the rows: the rows inserted into the
+    hour so far, the store's clock, and the hour's newest build id."""
+    hour = "project = {project:String} AND hour = toDateTime({hour:UInt32}, 'UTC')"
+    return f"""
+SELECT (SELECT sum(inserted_rows) FROM {store.table("requests_touched")} WHERE {hour}) AS inserted,
+       toUnixTimestamp64Nano(now64(9)) AS now_ns,
+       (SELECT max(build) FROM {store.table("requests_rollup_builds")} WHERE {hour}) AS newest
 """
 
 
@@ -148,9 +166,9 @@ def _build_record_sql(store: Store) -> str:
     at every refresh."""
     return f"""
 INSERT INTO {store.table("requests_rollup_builds")}
-    (project, hour, build, covers_until, requests, state_values)
+    (project, hour, build, covers_until, inserted_rows, requests, state_values)
 SELECT {{project:String}}, toDateTime({{hour:UInt32}}, 'UTC'), {{build:UInt64}},
-       fromUnixTimestamp64Micro({{covers:Int64}}, 'UTC'), max(n),
+       fromUnixTimestamp64Micro({{covers:Int64}}, 'UTC'), {{inserted:UInt64}}, max(n),
        mapFromArrays(groupArray(kept), groupArray(v))
 FROM (SELECT kept, sum(requests) AS n, sum(least(requests, {DISTINCT_VALUES_CAP})) AS v
       FROM {store.table("requests_rollup")}
@@ -178,14 +196,18 @@ def stale_hours(
 
 def build_hour(store: Store, project: str, hour_s: int, settle_s: float) -> Built:
     """Roll up one hour of one project: every grouping in one pass over its rows, then the build
-    record (written last, so readers never pick a build whose rows are not all in). Its id and
-    start are the store's clock, so builds by several collectors order the same way."""
-    started_ns = store.now_ns()
-    build = started_ns
-    params = {"project": project, "hour": hour_s, "build": build}
+    record (written last, so readers never pick a build whose rows are not all in). Its start is
+    the store's clock; its id is that start, or one more than the hour's newest build if the clock
+    has stepped back since, so the newest build always has the highest id."""
+    hour = {"project": project, "hour": hour_s}
+    (start,) = store.query(_build_start_sql(store), hour)
+    started_ns = int(start["now_ns"])
+    build = max(started_ns, int(start["newest"]) + 1)
+    params = {**hour, "build": build}
     store.command(_build_sql(store), params)
     covers_until_us = (started_ns - int(settle_s * NS_PER_S)) // 1000
-    store.command(_build_record_sql(store), {**params, "covers": covers_until_us})
+    record = {**params, "covers": covers_until_us, "inserted": int(start["inserted"])}
+    store.command(_build_record_sql(store), record)
     return Built(project, hour_s)
 
 

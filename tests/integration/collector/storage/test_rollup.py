@@ -158,17 +158,10 @@ def test_compare_from_the_rollup_equals_compare_from_rows(loaded: Store, metric:
     assert used == tuple((h0 + i * HOUR) // S for i in range(3))
 
 
-def test_a_late_row_makes_its_hour_read_from_rows_until_rebuilt(loaded: Store) -> None:
-    now = datetime.now(timezone.utc)
-    h0 = loaded.h0  # type: ignore[attr-defined]
-    since, until = h0, h0 + 4 * HOUR
-    args = dict(now=now, since=str(since / 1e9), until=str(until / 1e9), by=["model"])
-    before = queries.stats(loaded, "default", rollup="always", **args)
-    assert len(rolled_hours(loaded, since, until, ["model"])) == 4
-
-    # Request 2 (hour 1, model m2) is recomputed after a late span: its decode grows to 60 s, so
-    # it becomes m2's slowest request and its p99 (nearest rank of 80 values: the 80th) moves.
-    late = request_row(
+def late_row(h0: int) -> dict:
+    """Request 2 of :func:`workload` (hour 1, model m2) recomputed after a late span: its decode
+    grows to 60 s, so it becomes m2's slowest request and its p99 (nearest rank of 80: the 80th)."""
+    row = request_row(
         2,
         h0 + HOUR + 7919 * S % (3500 * S),
         {"network": 11, "queue": 31, "prefill": 6, "decode": 60_000},
@@ -181,8 +174,19 @@ def test_a_late_row_makes_its_hour_read_from_rows_until_rebuilt(loaded: Store) -
         tps=101.0,
         computed_at_us=time.time_ns() // 1000 + 1_000_000,
     )
-    late["start_time"] = workload(h0)[1]["start_time"]
-    loaded.upsert_requests([late])
+    row["start_time"] = workload(h0)[1]["start_time"]
+    return row
+
+
+def test_a_late_row_makes_its_hour_read_from_rows_until_rebuilt(loaded: Store) -> None:
+    now = datetime.now(timezone.utc)
+    h0 = loaded.h0  # type: ignore[attr-defined]
+    since, until = h0, h0 + 4 * HOUR
+    args = dict(now=now, since=str(since / 1e9), until=str(until / 1e9), by=["model"])
+    before = queries.stats(loaded, "default", rollup="always", **args)
+    assert len(rolled_hours(loaded, since, until, ["model"])) == 4
+
+    loaded.upsert_requests([late_row(h0)])
     assert rolled_hours(loaded, since, until, ["model"]) == tuple((h0 + i * HOUR) // S for i in (0, 2, 3))
     stale = queries.stats(loaded, "default", rollup="always", **args)
     same_stats(stale, queries.stats(loaded, "default", rollup="never", **args))
@@ -195,6 +199,83 @@ def test_a_late_row_makes_its_hour_read_from_rows_until_rebuilt(loaded: Store) -
     ]
     assert len(rolled_hours(loaded, since, until, ["model"])) == 4
     same_stats(queries.stats(loaded, "default", rollup="always", **args), stale)
+
+
+def test_an_insert_stamped_by_a_clock_behind_the_builders_still_makes_its_hour_stale(
+    loaded: Store,
+) -> None:
+    """The late row's insert stamp is an hour behind the build (a server whose clock is behind,
+    or a clock that stepped back): by stamp the build still covers the hour; the count of inserted
+    rows says otherwise, so the hour is read from rows, and the next refresh rebuilds it."""
+    db = loaded.database
+    h0 = loaded.h0  # type: ignore[attr-defined]
+    since, until = h0, h0 + 4 * HOUR
+    loaded.upsert_requests([late_row(h0)])
+    # Every stamp an hour earlier, the counts kept: as a server an hour behind would have stamped.
+    loaded.command(
+        f"CREATE TABLE {db}.touched_behind ENGINE = Memory AS SELECT project, hour, "
+        f"max(last_insert) - INTERVAL 1 HOUR AS last_insert, sum(inserted_rows) AS inserted_rows "
+        f"FROM {db}.requests_touched GROUP BY project, hour"
+    )
+    loaded.command(f"TRUNCATE TABLE {db}.requests_touched")
+    loaded.command(f"INSERT INTO {db}.requests_touched SELECT * FROM {db}.touched_behind")
+    loaded.command(f"DROP TABLE {db}.touched_behind")
+    assert loaded.query(
+        f"SELECT count() AS n FROM {db}.requests_touched AS t JOIN {db}.requests_rollup_builds AS b FINAL "
+        "ON t.hour = b.hour WHERE t.last_insert >= b.covers_until"
+    ) == [{"n": 0}]  # no stamp is after its hour's build
+
+    assert rolled_hours(loaded, since, until, ["model"]) == tuple((h0 + i * HOUR) // S for i in (0, 2, 3))
+    now = datetime.now(timezone.utc)
+    args = dict(now=now, since=str(since / 1e9), until=str(until / 1e9), by=["model"])
+    from_rows = queries.stats(loaded, "default", rollup="never", **args)
+    same_stats(queries.stats(loaded, "default", rollup="always", **args), from_rows)
+    m2 = next(g for g in from_rows.groups if g.key == {"model": "m2"})
+    assert m2.e2e_ns.p99 is not None and m2.e2e_ns.p99 > 59_000 * MS
+
+    assert [b.hour_s for b in rollup.refresh(loaded, settle_s=0)] == [(h0 + HOUR) // S]
+    assert len(rolled_hours(loaded, since, until, ["model"])) == 4
+    same_stats(queries.stats(loaded, "default", rollup="always", **args), from_rows)
+
+
+def test_the_newest_build_is_read_after_the_clock_stepped_back(loaded: Store) -> None:
+    """Hour 1's build was made while the store's clock ran an hour ahead (its id and covers_until
+    an hour later than the clock now reads). A row arrives, and the hour is rebuilt: the new build
+    gets an id above the old one, so it is the one read, and the hour is not rebuilt again."""
+    db = loaded.database
+    h0 = loaded.h0  # type: ignore[attr-defined]
+    since, until = h0, h0 + 4 * HOUR
+    hour = {"h": (h0 + HOUR) // S, "ahead": HOUR}
+    loaded.command(
+        f"INSERT INTO {db}.requests_rollup SELECT * REPLACE (build + {{ahead:UInt64}} AS build) "
+        f"FROM {db}.requests_rollup WHERE hour = toDateTime({{h:UInt32}}, 'UTC')",
+        hour,
+    )
+    loaded.command(
+        f"INSERT INTO {db}.requests_rollup_builds SELECT * REPLACE (build + {{ahead:UInt64}} AS build, "
+        "covers_until + INTERVAL 1 HOUR AS covers_until) "
+        f"FROM {db}.requests_rollup_builds WHERE hour = toDateTime({{h:UInt32}}, 'UTC')",
+        hour,
+    )
+    assert len(rolled_hours(loaded, since, until, ["model"])) == 4
+    loaded.upsert_requests([late_row(h0)])
+    assert len(rolled_hours(loaded, since, until, ["model"])) == 3  # counted, though stamped before
+
+    assert [b.hour_s for b in rollup.refresh(loaded, settle_s=0)] == [(h0 + HOUR) // S]
+    (newest,) = loaded.query(
+        f"SELECT build, toUnixTimestamp64Micro(covers_until) AS covers_us FROM {db}.requests_rollup_builds "
+        "FINAL WHERE hour = toDateTime({h:UInt32}, 'UTC')",
+        hour,
+    )
+    assert newest["covers_us"] * 1000 < newest["build"] - HOUR // 2  # started on the clock as it reads
+    assert len(rolled_hours(loaded, since, until, ["model"])) == 4
+    now = datetime.now(timezone.utc)
+    args = dict(now=now, since=str(since / 1e9), until=str(until / 1e9), by=["model"])
+    same_stats(
+        queries.stats(loaded, "default", rollup="always", **args),
+        queries.stats(loaded, "default", rollup="never", **args),
+    )
+    assert rollup.refresh(loaded, settle_s=0) == []
 
 
 def test_only_quiet_hours_are_built_and_only_once(store: Store) -> None:

@@ -1,4 +1,5 @@
-"""Migrations 0015 (requests versioned by spans) and 0016 (touched traces) on a cluster (pure)."""
+"""Migrations 0015 (requests versioned by spans), 0016 (touched traces) and 0019 (the rollup's
+insert counts) on a cluster (pure)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,25 @@ def test_a_single_server_runs_the_files_as_written() -> None:
     assert rendered(topology, 15)[2] == (
         "RENAME TABLE ll.requests TO ll.requests_before_0015,\n    ll.requests_0015 TO ll.requests"
     )
+
+
+def test_insert_counts_are_added_everywhere_and_counted_on_each_nodes_own_inserts() -> None:
+    """0019: the new columns on the local and the Distributed tables; the view, made again, counts
+    the rows each node's local table receives; every hour marked touched once, through the front."""
+    heads = [statement.split("\n")[0] for statement in rendered(Topology("ll", "main"), 19)]
+    assert heads == [
+        "ALTER TABLE ll.requests_touched_local ON CLUSTER main ADD COLUMN IF NOT EXISTS inserted_rows "
+        "SimpleAggregateFunction(sum, UInt64) AFTER last_insert",
+        "ALTER TABLE ll.requests_touched ON CLUSTER main ADD COLUMN IF NOT EXISTS inserted_rows "
+        "SimpleAggregateFunction(sum, UInt64) AFTER last_insert",
+        "ALTER TABLE ll.requests_rollup_builds_local ON CLUSTER main ADD COLUMN IF NOT EXISTS inserted_rows "
+        "UInt64 AFTER covers_until",
+        "ALTER TABLE ll.requests_rollup_builds ON CLUSTER main ADD COLUMN IF NOT EXISTS inserted_rows "
+        "UInt64 AFTER covers_until",
+        "DROP VIEW IF EXISTS ll.requests_touched_mv ON CLUSTER main",
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS ll.requests_touched_mv ON CLUSTER main TO "
+        "ll.requests_touched_local AS",
+        "INSERT INTO ll.requests_touched (project, hour, last_insert)",
+    ]
+    view = rendered(Topology("ll", "main"), 19)[5]
+    assert "count() AS inserted_rows" in view and "FROM ll.requests_local" in view
