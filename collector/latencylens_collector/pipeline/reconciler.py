@@ -18,6 +18,11 @@ runs in every collector (:class:`~latencylens_collector.runtime.scheduler.Schedu
 3. Any other trace is read whole and rewritten as a settled trace: a trace without its root is rooted
    at its top-most span (``root_missing``), and rows under other keys get tombstones.
 
+The cursor follows the store's clock, back as well as forward: a pass that reads the clock behind
+the cursor (the clock stepped back, or a replica whose clock is behind answered) moves the cursor
+back to it. Inserts are stamped by that clock from then on, so they are looked at; the touches in
+between are looked at again, which costs their two narrow queries and changes nothing.
+
 Idempotent: the same spans give the same row and version, so several collectors running this at
 once write the same rows (ClickHouse keeps one), with no leader and no lease.
 """
@@ -88,7 +93,7 @@ class Reconciler:
             checked, rewritten = self._reconcile_minute(minute_s, window)
             result.checked += checked
             result.rewritten += rewritten
-        self.done_until_us = max(window.until, self.done_until_us or window.until)
+        self.done_until_us = window.until
         return result
 
     def _window(self, until_us: int) -> Window:

@@ -71,3 +71,28 @@ def test_passes_further_apart_than_the_settle_delay_still_look_at_every_trace(
     # Passes at -5, 20 and 45 s: at 20 s the insert is already two settle delays old, so both of its
     # looks fall in that one pass; the next pass has nothing new.
     assert _looks(make_settings, pass_every_s=25) == [20]
+
+
+def test_a_store_clock_that_stepped_back_hides_no_later_insert(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """A pass reads the store's clock an hour ahead (before NTP stepped it back); then the trace
+    is inserted, stamped by the corrected clock, an hour behind that pass. It is still looked at
+    twice, as after any insert: the cursor went back with the clock. Had it stayed an hour ahead,
+    no pass would look at the trace until the clock caught up with it."""
+    store = StoreAtTime(make_settings())
+    store.migrate()
+    try:
+        reconciler = Reconciler(store, settle_s=SETTLE_S, lookback_s=3600)
+        store.at_ns = time.time_ns() + 3600 * S
+        assert reconciler.run_once().checked == 0
+        Ingestor(store).ingest(chat(random.Random(7), time.time_ns() - 60 * S, "default").spans)
+        inserted = _inserted_ns(store)
+        looks = []
+        for after_s in range(-5, 4 * SETTLE_S + 1, 2):
+            store.at_ns = inserted + after_s * S
+            if reconciler.run_once().checked:
+                looks.append(after_s)
+        assert looks == [11, 21]
+    finally:
+        store.close()
