@@ -13,6 +13,7 @@ import time
 from datetime import datetime, timezone
 
 import pytest
+from insert_stamps import move_insert_stamps_back
 from queries_data import MS, S, request_row
 
 from latencylens_collector import queries
@@ -211,15 +212,7 @@ def test_an_insert_stamped_by_a_clock_behind_the_builders_still_makes_its_hour_s
     h0 = loaded.h0  # type: ignore[attr-defined]
     since, until = h0, h0 + 4 * HOUR
     loaded.upsert_requests([late_row(h0)])
-    # Every stamp an hour earlier, the counts kept: as a server an hour behind would have stamped.
-    loaded.command(
-        f"CREATE TABLE {db}.touched_behind ENGINE = Memory AS SELECT project, hour, "
-        f"max(last_insert) - INTERVAL 1 HOUR AS last_insert, sum(inserted_rows) AS inserted_rows "
-        f"FROM {db}.requests_touched GROUP BY project, hour"
-    )
-    loaded.command(f"TRUNCATE TABLE {db}.requests_touched")
-    loaded.command(f"INSERT INTO {db}.requests_touched SELECT * FROM {db}.touched_behind")
-    loaded.command(f"DROP TABLE {db}.touched_behind")
+    move_insert_stamps_back(loaded, 3600)
     assert loaded.query(
         f"SELECT count() AS n FROM {db}.requests_touched AS t JOIN {db}.requests_rollup_builds AS b FINAL "
         "ON t.hour = b.hour WHERE t.last_insert >= b.covers_until"

@@ -11,6 +11,7 @@ import time
 from datetime import datetime, timezone
 
 import pytest
+from insert_stamps import move_insert_stamps_back
 from queries_data import S, request_row
 
 from latencylens_collector.queries._sources import plan
@@ -21,19 +22,6 @@ from latencylens_collector.storage.store import Store
 
 HOUR = 3600 * S
 STEPS = 30
-
-
-def _stamps_behind(store: Store, seconds: int) -> None:
-    """Every insert stamp ``seconds`` earlier, the counts kept."""
-    db = store.database
-    store.command(
-        f"CREATE TABLE {db}.touched_behind ENGINE = Memory AS SELECT project, hour, "
-        f"max(last_insert) - toIntervalSecond({seconds}) AS last_insert, sum(inserted_rows) AS inserted_rows "
-        f"FROM {db}.requests_touched GROUP BY project, hour"
-    )
-    store.command(f"TRUNCATE TABLE {db}.requests_touched")
-    store.command(f"INSERT INTO {db}.requests_touched SELECT * FROM {db}.touched_behind")
-    store.command(f"DROP TABLE {db}.touched_behind")
 
 
 def _rolled(store: Store, h0: int) -> tuple[int, ...]:
@@ -100,7 +88,7 @@ def test_no_stale_hour_is_read_from_the_rollup_whatever_the_stamps(store: Store,
         elif step < 0.8:
             rollup.refresh(store, settle_s=0)
         else:
-            _stamps_behind(store, rng.randint(1, 3600))
+            move_insert_stamps_back(store, rng.randint(1, 3600))
         used.update(_rolled(store, h0))
     assert used  # the runs do read the rollup, so the checks above compared something
     rollup.refresh(store, settle_s=0)
