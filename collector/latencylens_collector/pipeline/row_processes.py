@@ -12,8 +12,10 @@ So does the engine path's writer, for each batch of more than 1,000 spans
 (:meth:`RowProcess.start`): the build runs while the writer inserts the next batch.
 Builds from few spans (at most a writer's turn) run in the caller: the trip costs more than it
 saves. One worker, spawned at the first large build (a collector that never sees one never
-starts it), importing the analysis and pyarrow only (:mod:`~latencylens_collector.storage.arrow_tables`:
-≈ 60 MiB, 0.3 s; the analysis alone is ≈ 25 MiB). It lays the rows out as the ``requests`` table
+starts it), importing the analysis and pyarrow (:mod:`~latencylens_collector.storage.arrow_tables`:
+≈ 60 MiB, 0.3 s; the analysis alone is ≈ 25 MiB) and little else, then freezing them and raising
+the young-generation threshold (:mod:`~latencylens_collector.runtime.worker`: builds cost ≈ 15 %
+less CPU). It lays the rows out as the ``requests`` table
 before handing them back: the collector then loads a few buffers (≈ 0.6 ms for 1,600 rows)
 instead of unpickling their dicts and laying them out itself (≈ 22 ms under its GIL).
 It is passed the collector's configured prices with each build, so rows are priced as in-process.
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import signal
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,7 +36,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from latencylens_collector.analysis.costs import Prices, configured_prices
 from latencylens_collector.analysis.row_work import BuiltRows, ReadBack, TraceToBuild, build_rows, span_count
-from latencylens_collector.runtime import metrics
+from latencylens_collector.runtime import metrics, worker
 from latencylens_collector.storage.arrow_tables import build_rows_as_table
 
 _log = logging.getLogger(__name__)
@@ -123,13 +124,12 @@ class RowProcess:
                 # spawn, not fork: the collector has threads (and chdb's) that a fork would copy
                 # mid-flight, and the worker needs none of the collector's state.
                 spawn = multiprocessing.get_context("spawn")
-                # Ctrl-C in a terminal reaches the whole process group: the collector stops
-                # itself (and then the worker); the worker must not die mid-build on its own.
+                # Quiet on Ctrl-C (the collector stops it), what builds run imported and frozen.
                 self._pool = ProcessPoolExecutor(
                     max_workers=1,
                     mp_context=spawn,
-                    initializer=signal.signal,
-                    initargs=(signal.SIGINT, signal.SIG_IGN),
+                    initializer=worker.initialize,
+                    initargs=(build_rows_as_table.__module__,),
                 )
             return self._pool
 

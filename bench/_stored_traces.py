@@ -1,0 +1,77 @@
+"""The ingest benchmark's traces stored by the collector, and read back as its engine path reads
+them: what the row benchmarks (``rows_sql``, ``row_worker``) build from.
+
+The ingest benchmark's bodies (100 RAG traces of 5 spans each, stamped with fresh ids) are written
+through the collector's :class:`Ingestor`, :data:`BODIES_PER_FLUSH` per flush as the service's
+writer writes them under load, into the embedded ClickHouse (``.latencylens/bench``, a database of
+the caller's).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Final
+
+from bench import _payloads
+from bench.reconcile import BENCH_DIR
+from latencylens_collector.analysis.row_work import ReadBack
+from latencylens_collector.intake import otlp
+from latencylens_collector.pipeline.ingest import Ingestor
+from latencylens_collector.settings import Settings, chdb_dsn
+from latencylens_collector.storage import trace_state
+from latencylens_collector.storage.store import Store
+
+BODIES = int(os.environ.get("LATENCYLENS_BENCH_ROWS_BODIES", "200"))
+"""200 bodies: 20,000 traces, 100,000 spans."""
+BODIES_PER_FLUSH: Final = 20
+PAGE: Final = 1600
+"""Traces read back at once: the traces of 16 bodies, the engine path's INSERT under load."""
+
+
+def fresh_store(database: str) -> Store:
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    settings = Settings(
+        clickhouse_dsn=chdb_dsn(BENCH_DIR / "data"),
+        database=database,
+        metadata_url=f"sqlite:///{BENCH_DIR / f'{database}-metadata.db'}",
+        environ={},
+    )
+    store = Store(settings)
+    store.command(f"DROP DATABASE IF EXISTS {database}")
+    store.migrate()
+    return store
+
+
+def load(store: Store) -> list[bytes]:
+    """The bodies written as the service's writer writes them; the trace ids, in id order."""
+    templates = _payloads.templates(8)
+    spans = [
+        otlp.decode(_payloads.stamp(templates[index % len(templates)]), as_json=False).spans
+        for index in range(BODIES)
+    ]
+    ingestor = Ingestor(store)
+    for start in range(0, len(spans), BODIES_PER_FLUSH):
+        ingestor.ingest([span for body in spans[start : start + BODIES_PER_FLUSH] for span in body])
+    return sorted({span.trace_id for body in spans for span in body})
+
+
+def read_back(store: Store, trace_ids: Sequence[bytes]) -> list[ReadBack]:
+    """The traces read back in pages of :data:`PAGE`, as the engine path's writer reads them."""
+    return [
+        ReadBack(
+            (
+                (
+                    "default",
+                    trace_state.stored_traces_unparsed(store, trace_ids[start : start + PAGE], "default"),
+                ),
+            ),
+            0,
+        )
+        for start in range(0, len(trace_ids), PAGE)
+    ]
+
+
+def drop(store: Store) -> None:
+    store.command(f"DROP DATABASE IF EXISTS {store.database}")
+    store.close()
