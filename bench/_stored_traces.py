@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
 from bench import _payloads
-from bench.reconcile import BENCH_DIR
 from latencylens_collector.analysis.row_work import ReadBack
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.ingest import Ingestor
@@ -22,6 +22,7 @@ from latencylens_collector.settings import Settings, chdb_dsn
 from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
 
+BENCH_DIR: Final = Path(__file__).resolve().parents[1] / ".latencylens" / "bench"
 BODIES = int(os.environ.get("LATENCYLENS_BENCH_ROWS_BODIES", "200"))
 """200 bodies: 20,000 traces, 100,000 spans."""
 BODIES_PER_FLUSH: Final = 20
@@ -30,6 +31,7 @@ PAGE: Final = 1600
 
 
 def fresh_store(database: str) -> Store:
+    """An empty, migrated database of the embedded ClickHouse in ``BENCH_DIR/data``."""
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     settings = Settings(
         clickhouse_dsn=chdb_dsn(BENCH_DIR / "data"),

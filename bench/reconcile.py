@@ -25,19 +25,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from bench import _payloads
+from bench._stored_traces import fresh_store
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.reconciler import Pass, Reconciler
-from latencylens_collector.settings import Settings, chdb_dsn
 from latencylens_collector.storage.store import Store
 
 BODIES = int(os.environ.get("LATENCYLENS_BENCH_RECONCILE_BODIES", "200"))
-BENCH_DIR = Path(__file__).resolve().parents[1] / ".latencylens" / "bench"
 DATABASES = ("bench_reconcile", "bench_reconcile_missing")
 BODIES_PER_FLUSH = 20
 LOOKBACK_S = 300
@@ -70,22 +68,8 @@ def _pass(store: Store) -> Pass:
     return Reconciler(store, settle_s=0, lookback_s=LOOKBACK_S).run_once()
 
 
-def _store(database: str) -> Store:
-    settings = Settings(
-        clickhouse_dsn=chdb_dsn(BENCH_DIR / "data"),
-        database=database,
-        metadata_url=f"sqlite:///{BENCH_DIR / 'reconcile-metadata.db'}",
-        environ={},
-    )
-    store = Store(settings)
-    store.command(f"DROP DATABASE IF EXISTS {database}")
-    store.migrate()
-    return store
-
-
 def run(report: Any) -> None:
-    BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    store, other = (_store(database) for database in DATABASES)
+    store, other = (fresh_store(database) for database in DATABASES)
     right = _batches(BODIES)
     traces = len({span.trace_id for batch in right for span in batch})
     spans = sum(len(batch) for batch in right)

@@ -23,14 +23,15 @@ then, :data:`PASSES` times each, medians of process CPU (chdb's threads included
 * that cost's read-back alone, then with its parsing into spans, and the same traces'
   attribution alone in Python (``attribute_request`` over nodes already made: both walks,
   critical and busy);
-* in SQL: the spans read and grouped per trace with no walk, then the same with the walk.
+* in SQL: the spans read and grouped per trace with no walk, then the same with the walk, in one
+  query for every trace and in one query per page of 1,600 (as an INSERT's batch would run it).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from bench import _stored_traces
@@ -40,6 +41,7 @@ from latencylens_collector.analysis.conventions.trace import resolve_trace
 from latencylens_collector.analysis.request_rows import span_node
 from latencylens_collector.analysis.row_work import build_rows
 from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
 
 DATABASE: Final = "bench_rows_sql"
 PASSES: Final = 5
@@ -100,7 +102,7 @@ SELECT trace_id, span_id, parent_span_id,
           greatest(ifNull(reported_total, reported), reported)) AS total,
        {_model_parts()} AS model_parts
 FROM {{spans}} FINAL
-WHERE project = 'default'
+WHERE project = 'default' {{traces}}
 """
 """One row per span: its window, own component, and, for a model call, its parts."""
 
@@ -197,9 +199,15 @@ def _cpu_median(work: Callable[[], Any]) -> float:
     return statistics.median(times)
 
 
+def _walk_sql(store: Store, page: Sequence[bytes] = ()) -> str:
+    """:data:`WALK_SQL` over every trace, or over the ``trace_ids`` parameter's (``page``)."""
+    traces = f"AND trace_id IN {TRACE_IDS_SET}" if page else ""
+    return WALK_SQL.format(spans=store.table("spans"), traces=traces)
+
+
 def _differing(store: Store) -> tuple[int, int]:
     """(traces the walk attributed, those whose e2e or parts differ from the stored row's)."""
-    walked = store.query_columns(WALK_SQL.format(spans=store.table("spans")))
+    walked = store.query_columns(_walk_sql(store))
     columns = ", ".join(f"{name}_ns" for name in COMPONENTS)
     stored = store.query_columns(f"SELECT trace_id, e2e_ns, [{columns}] FROM {store.table('requests')} FINAL")
     rows = {bytes(trace): (e2e, list(parts)) for trace, e2e, parts in zip(*stored, strict=True)}
@@ -229,6 +237,10 @@ def run(report: Any) -> None:
         "µs CPU per span",
         f"{len(trace_ids):,} traces, {spans:,} spans, read back as the engine path does; {build} modules",
     )
+    pages = [
+        trace_ids_param(trace_ids[start : start + _stored_traces.PAGE])
+        for start in range(0, len(trace_ids), _stored_traces.PAGE)
+    ]
     for name, work in (
         ("of which the read-back query", lambda: _stored_traces.read_back(store, trace_ids)),
         (
@@ -241,11 +253,15 @@ def run(report: Any) -> None:
         ),
         (
             "SQL: spans read and grouped per trace, no walk",
-            lambda: store.query_columns(GROUPED_SQL.format(spans=store.table("spans"))),
+            lambda: store.query_columns(GROUPED_SQL.format(spans=store.table("spans"), traces="")),
         ),
         (
             "SQL: the same with the critical-path walk",
-            lambda: store.query_columns(WALK_SQL.format(spans=store.table("spans"))),
+            lambda: store.query_columns(_walk_sql(store)),
+        ),
+        (
+            f"SQL: the walk, one query per {_stored_traces.PAGE:,} traces (an INSERT's batch)",
+            lambda: [store.query_columns(_walk_sql(store, page), {"trace_ids": page}) for page in pages],
         ),
     ):
         value = _cpu_median(work) * per_span
