@@ -43,9 +43,7 @@ _started: list[float] = []
 def settle() -> None:
     """Freeze every object there is and raise the young-generation threshold. Call once the
     service has started and loaded what its first export would (the price data)."""
-    young, *older = gc.get_threshold()
-    if 0 < young < YOUNG_THRESHOLD:
-        gc.set_threshold(YOUNG_THRESHOLD, *older)
+    raise_young_threshold()
     if not _switch_interval:
         _switch_interval.append(sys.getswitchinterval())
     sys.setswitchinterval(SWITCH_INTERVAL_S)
@@ -55,6 +53,14 @@ def settle() -> None:
     # start hundreds of services); what garbage start-up left is small and freed at release.
     gc.freeze()
     _log.debug("froze %d start-up objects", gc.get_freeze_count())
+
+
+def raise_young_threshold() -> None:
+    """Collect the young generation every :data:`YOUNG_THRESHOLD` allocations, not CPython's 700
+    (unless collection is off)."""
+    young, *older = gc.get_threshold()
+    if 0 < young < YOUNG_THRESHOLD:
+        gc.set_threshold(YOUNG_THRESHOLD, *older)
 
 
 def release() -> None:
