@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from bench import _payloads
 from latencylens_collector.analysis.row_work import ReadBack
@@ -45,8 +45,14 @@ def fresh_store(database: str) -> Store:
     return store
 
 
-def load(store: Store) -> list[bytes]:
-    """The bodies written as the service's writer writes them; the trace ids, in id order."""
+class Stored(NamedTuple):
+    trace_ids: list[bytes]
+    """In id order."""
+    spans: int
+
+
+def load(store: Store) -> Stored:
+    """The bodies written as the service's writer writes them."""
     templates = _payloads.templates(8)
     spans = [
         otlp.decode(_payloads.stamp(templates[index % len(templates)]), as_json=False).spans
@@ -55,22 +61,20 @@ def load(store: Store) -> list[bytes]:
     ingestor = Ingestor(store)
     for start in range(0, len(spans), BODIES_PER_FLUSH):
         ingestor.ingest([span for body in spans[start : start + BODIES_PER_FLUSH] for span in body])
-    return sorted({span.trace_id for body in spans for span in body})
+    trace_ids = sorted({span.trace_id for body in spans for span in body})
+    return Stored(trace_ids, sum(map(len, spans)))
+
+
+def pages(trace_ids: Sequence[bytes]) -> list[Sequence[bytes]]:
+    """The trace ids in pages of :data:`PAGE`."""
+    return [trace_ids[start : start + PAGE] for start in range(0, len(trace_ids), PAGE)]
 
 
 def read_back(store: Store, trace_ids: Sequence[bytes]) -> list[ReadBack]:
-    """The traces read back in pages of :data:`PAGE`, as the engine path's writer reads them."""
+    """The traces read back a page at a time, as the engine path's writer reads them."""
     return [
-        ReadBack(
-            (
-                (
-                    "default",
-                    trace_state.stored_traces_unparsed(store, trace_ids[start : start + PAGE], "default"),
-                ),
-            ),
-            0,
-        )
-        for start in range(0, len(trace_ids), PAGE)
+        ReadBack((("default", trace_state.stored_traces_unparsed(store, page, "default")),), 0)
+        for page in pages(trace_ids)
     ]
 
 

@@ -48,8 +48,7 @@ def _cpu_per_span(pool: ProcessPoolExecutor, reads: list[ReadBack], spans: int) 
 
 def run(report: Any) -> None:
     store = _stored_traces.fresh_store(DATABASE)
-    trace_ids = _stored_traces.load(store)
-    spans = int(store.query(f"SELECT count() AS n FROM {store.table('spans')}")[0]["n"])
+    trace_ids, spans = _stored_traces.load(store)
     reads = _stored_traces.read_back(store, trace_ids)
     _stored_traces.drop(store)
     pools = {collectors: _pool(collectors) for collectors in (False, True)}

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final
 
 from bench import _stored_traces
@@ -199,9 +199,9 @@ def _cpu_median(work: Callable[[], Any]) -> float:
     return statistics.median(times)
 
 
-def _walk_sql(store: Store, page: Sequence[bytes] = ()) -> str:
-    """:data:`WALK_SQL` over every trace, or over the ``trace_ids`` parameter's (``page``)."""
-    traces = f"AND trace_id IN {TRACE_IDS_SET}" if page else ""
+def _walk_sql(store: Store, paged: bool = False) -> str:
+    """:data:`WALK_SQL` over every trace, or, ``paged``, over the ``trace_ids`` parameter's."""
+    traces = f"AND trace_id IN {TRACE_IDS_SET}" if paged else ""
     return WALK_SQL.format(spans=store.table("spans"), traces=traces)
 
 
@@ -219,8 +219,7 @@ def _differing(store: Store) -> tuple[int, int]:
 
 def run(report: Any) -> None:
     store = _stored_traces.fresh_store(DATABASE)
-    trace_ids = _stored_traces.load(store)
-    spans = int(store.query(f"SELECT count() AS n FROM {store.table('spans')}")[0]["n"])
+    trace_ids, spans = _stored_traces.load(store)
     per_span = 1e6 / spans
 
     def rows_today() -> None:
@@ -237,10 +236,8 @@ def run(report: Any) -> None:
         "µs CPU per span",
         f"{len(trace_ids):,} traces, {spans:,} spans, read back as the engine path does; {build} modules",
     )
-    pages = [
-        trace_ids_param(trace_ids[start : start + _stored_traces.PAGE])
-        for start in range(0, len(trace_ids), _stored_traces.PAGE)
-    ]
+    pages = [trace_ids_param(page) for page in _stored_traces.pages(trace_ids)]
+    walk_of_page = _walk_sql(store, paged=True)
     for name, work in (
         ("of which the read-back query", lambda: _stored_traces.read_back(store, trace_ids)),
         (
@@ -261,7 +258,7 @@ def run(report: Any) -> None:
         ),
         (
             f"SQL: the walk, one query per {_stored_traces.PAGE:,} traces (an INSERT's batch)",
-            lambda: [store.query_columns(_walk_sql(store, page), {"trace_ids": page}) for page in pages],
+            lambda: [store.query_columns(walk_of_page, {"trace_ids": page}) for page in pages],
         ),
     ):
         value = _cpu_median(work) * per_span
