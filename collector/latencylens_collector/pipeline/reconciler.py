@@ -11,17 +11,18 @@ runs in every collector (:class:`~latencylens_collector.runtime.scheduler.Schedu
    later window. Each trace is looked at twice, one settle delay apart (the same window a settle
    delay earlier is read again), so an insert that became visible up to a settle delay late is
    still seen.
-2. Per minute, one narrow query gives what is stored of each of those traces (distinct spans,
-   latest insert stamp) and one their live request rows, both selecting the traces by subquery. A
-   trace with exactly one live row whose version is what its stored spans give is done; that is
-   the common case, and it costs no span read.
+2. Per minute, one narrow query compares what is stored of each of those traces (distinct spans,
+   latest insert stamp) with its live request rows, selecting the traces by subquery, and returns
+   only the traces whose rows are not right. A trace with exactly one live row whose version is
+   what its stored spans give is done; that is the common case, and it costs no span read and no
+   Python.
 3. Any other trace is read whole and rewritten as a settled trace: a trace without its root is rooted
    at its top-most span (``root_missing``), and rows under other keys get tombstones.
 
 The cursor follows the store's clock, back as well as forward: a pass that reads the clock behind
 the cursor (the clock stepped back, or a replica whose clock is behind answered) moves the cursor
 back to it. Inserts are stamped by that clock from then on, so they are looked at; the touches in
-between are looked at again, which costs their two narrow queries and changes nothing.
+between are looked at again, which costs their narrow query and changes nothing.
 
 Idempotent: the same spans give the same row and version, so several collectors running this at
 once write the same rows (ClickHouse keeps one), with no leader and no lease.
@@ -37,11 +38,10 @@ from typing import Final
 
 from opentelemetry import context as otel_context
 
-from latencylens_collector.analysis.request_rows import row_version
 from latencylens_collector.analysis.row_work import RowBuild, TraceToBuild, build_rows
 from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
-from latencylens_collector.storage.trace_state import Stamp, TraceKey, Window
+from latencylens_collector.storage.trace_state import TraceKey, Window
 
 _log = logging.getLogger(__name__)
 
@@ -111,42 +111,27 @@ class Reconciler:
     def _reconcile_minute(self, minute_s: int, window: Window) -> tuple[int, int]:
         """(traces looked at, traces rewritten) among those inserted in one minute of the window.
         A trace with a span inserted after the window has not settled: a later pass takes it."""
-        stamps = trace_state.touched_stamps(self.store, minute_s, window)
-        settled = {key: stamp for key, stamp in stamps.items() if stamp.last_insert_us <= window.until}
-        if not settled:
-            return 0, 0
-        since = min(stamp.first_start_ns for stamp in settled.values())
-        until_start = max(stamp.last_start_ns for stamp in settled.values())
-        live = trace_state.touched_live_rows(self.store, minute_s, window, since, until_start)
+        found = trace_state.touched_to_rewrite(self.store, minute_s, window)
         todo: dict[str, list[bytes]] = defaultdict(list)
-        for (project, trace_id), stamp in settled.items():
-            if not _converged(stamp, live.get((project, trace_id), [])):
-                todo[project].append(trace_id)
+        for project, trace_id in found.live_starts:
+            todo[project].append(trace_id)
         for project, trace_ids in todo.items():
             for start in range(0, len(trace_ids), self.page):
-                self._rewrite(project, trace_ids[start : start + self.page], live)
-        return len(settled), sum(map(len, todo.values()))
+                self._rewrite(project, trace_ids[start : start + self.page], found.live_starts)
+        return found.checked, len(found.live_starts)
 
     def _rewrite(
-        self, project: str, trace_ids: Sequence[bytes], live: dict[TraceKey, list[tuple[int, int]]]
+        self, project: str, trace_ids: Sequence[bytes], live_starts: dict[TraceKey, list[int]]
     ) -> None:
         """Read these traces whole and write their settled rows, tombstoning every stored key."""
         traces = [
             TraceToBuild(
-                stored.spans,
-                stored.last_insert_us,
-                [start_ns for start_ns, _ in live.get((project, trace_id), [])],
-                settled=True,
+                stored.spans, stored.last_insert_us, live_starts.get((project, trace_id), []), settled=True
             )
             for trace_id, stored in trace_state.stored_traces(self.store, trace_ids, project).items()
         ]
         if traces:
             self.store.upsert_requests(self.build(traces).rows)
-
-
-def _converged(stamp: Stamp, live: Sequence[tuple[int, int]]) -> bool:
-    """One live row, computed from exactly the stored spans (same count, same latest stamp)."""
-    return len(live) == 1 and live[0][1] == row_version(stamp.spans, stamp.last_insert_us)
 
 
 def reconcile_in_service(reconciler: Reconciler) -> None:

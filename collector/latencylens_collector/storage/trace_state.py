@@ -1,6 +1,6 @@
 """What the store holds of a trace, for making its request row converge: how many spans and how
-recently stamped, its spans with those stamps, and, for the traces touched in a minute, the same
-stamps and their live request rows.
+recently stamped, its spans with those stamps, and, of the traces touched in a minute, those
+whose request rows are not what their stored spans give.
 
 Stamps are ClickHouse's own (``spans.inserted_at``, ``DEFAULT now64(6)``), so versions computed
 from them never depend on a collector's clock. Every read here is one query.
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, NamedTuple, cast
 
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.request_rows import SPAN_COUNT_BITS, STAMP_BITS, STAMP_EPOCH_MS
 from latencylens_collector.analysis.row_work import READ_BACK_COLUMNS
 from latencylens_collector.storage.store import Store
 from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
@@ -103,25 +104,46 @@ HAVING (max(last_insert) > fromUnixTimestamp64Micro({{after:Int64}}, 'UTC')
 """Traces whose latest insert during one minute (the store's clock) falls in either of a pass's two
 windows (:class:`Window`): a range of ``traces_touched``'s key, so a pass reads each minute once."""
 
-_TOUCHED_STAMPS: Final = """
-SELECT project, trace_id, count() AS stored, uniqExact(span_id) AS spans,
-       toUnixTimestamp64Micro(max(inserted_at)) AS last_insert_us,
-       toUnixTimestamp64Nano(min(start_time)) AS first_start_ns,
-       toUnixTimestamp64Nano(max(start_time)) AS last_start_ns
-FROM {spans}
-WHERE (project, trace_id) IN ({touched_in})
-GROUP BY project, trace_id
-"""
+_ROW_VERSION: Final = (
+    f"bitOr(bitShiftLeft(toUInt64(least(spans, {(1 << SPAN_COUNT_BITS) - 1})), {STAMP_BITS}), "
+    f"toUInt64(least(greatest(intDiv(toUnixTimestamp64Micro(last_insert), 1000) - {STAMP_EPOCH_MS}, 0), "
+    f"{(1 << STAMP_BITS) - 1})))"
+)
+""":func:`~latencylens_collector.analysis.request_rows.row_version` of a trace's distinct ``spans``
+and ``last_insert`` stamp, as ClickHouse computes it (from the same constants; a test checks the
+two agree, clamps included)."""
 
-_TOUCHED_LIVE_ROWS: Final = """
-SELECT project, trace_id, toUnixTimestamp64Nano(start_time) AS start_ns, version
-FROM {requests} FINAL
-WHERE (project, trace_id) IN ({touched_in})
-  AND start_time >= fromUnixTimestamp64Nano({{since:Int64}}, 'UTC')
-  AND start_time <= fromUnixTimestamp64Nano({{until_start:Int64}}, 'UTC')
+_TOUCHED_TO_REWRITE: Final = f"""
+WITH (SELECT (min(start_time), max(start_time)) FROM {{spans}}
+      WHERE (project, trace_id) IN ({{touched_in}})) AS starts_between
+SELECT count() AS checked,
+       groupArrayIf((project, trace_id, live_starts),
+                    NOT (length(live_versions) = 1 AND live_versions[1] = {_ROW_VERSION})) AS to_rewrite
+FROM (
+    SELECT project, trace_id, uniqExact(span_id) AS spans, max(inserted_at) AS last_insert
+    FROM {{spans}}
+    WHERE (project, trace_id) IN ({{touched_in}})
+    GROUP BY project, trace_id
+    HAVING last_insert <= fromUnixTimestamp64Micro({{{{until:Int64}}}}, 'UTC')
+) AS stamped
+LEFT JOIN (
+    SELECT project, trace_id, groupArray(toUnixTimestamp64Nano(start_time)) AS live_starts,
+           groupArray(version) AS live_versions
+    FROM {{requests}} FINAL
+    WHERE (project, trace_id) IN ({{touched_in}})
+      AND start_time >= starts_between.1 AND start_time <= starts_between.2
+    GROUP BY project, trace_id
+) AS live USING (project, trace_id)
 """
-"""Tombstones are hidden by FINAL (``ReplacingMergeTree(version, is_deleted)``). A trace's rows
-all start at one of its spans' starts, so [earliest, latest span start] bounds the key range."""
+"""Of the traces whose latest insert during one minute falls in a pass's window and which have
+settled (no insert after the window), how many there are and those whose rows are not right, with
+the start of each of their live rows: a trace is right when it has exactly one live row and that
+row's version is what its stored spans give (same distinct spans, same latest stamp). One row
+whatever the minute holds, so the common case (every row right) costs no Python per trace.
+
+Tombstones are hidden by FINAL (``ReplacingMergeTree(version, is_deleted)``). A trace's rows all
+start at one of its spans' starts, so the touched traces' earliest and latest span start bound
+the ``requests`` key range (a scalar, evaluated before the key is read)."""
 
 _TOUCHED_MINUTES: Final = """
 SELECT DISTINCT toUnixTimestamp(minute) AS minute_s FROM {touched}
@@ -136,6 +158,15 @@ UINT64_MAX: Final = 2**64 - 1
 
 TraceKey = tuple[str, bytes]
 """(project, trace id)."""
+
+
+class ToRewrite(NamedTuple):
+    """What a reconciler pass found of one minute's settled traces (:func:`touched_to_rewrite`)."""
+
+    checked: int
+    """Settled traces looked at."""
+    live_starts: dict[TraceKey, list[int]]
+    """The traces whose rows are not right, each with the start (ns) of each of its live rows."""
 
 
 @dataclass(frozen=True)
@@ -224,28 +255,19 @@ def touched_minutes(store: Store, window: Window) -> list[int]:
     return [int(row["minute_s"]) for row in store.query(sql, params)]
 
 
-def touched_stamps(store: Store, minute_s: int, window: Window) -> dict[TraceKey, Stamp]:
-    """:class:`Stamp` of every trace whose latest insert during the minute that starts at
-    ``minute_s`` is in the window, in one query (the traces are a subquery, not a list sent along)."""
-    params = {"minute": minute_s, **window.params()}
-    rows = store.query(
-        _TOUCHED_STAMPS.format(spans=store.table("spans"), touched_in=_touched_in(store)), params
+def touched_to_rewrite(store: Store, minute_s: int, window: Window) -> ToRewrite:
+    """Which traces touched during the minute that starts at ``minute_s`` settled in the window,
+    and which of them need their rows rewritten (:data:`_TOUCHED_TO_REWRITE`), in one query."""
+    touched_in = _touched_in(store)
+    sql = _TOUCHED_TO_REWRITE.format(
+        spans=store.table("spans"), requests=store.table("requests"), touched_in=touched_in
     )
-    return {(str(row["project"]), bytes(row["trace_id"])): _stamp(row) for row in rows}
-
-
-def touched_live_rows(
-    store: Store, minute_s: int, window: Window, since_ns: int, until_start_ns: int
-) -> dict[TraceKey, list[tuple[int, int]]]:
-    """(start ns, version) of each live request row of the same traces as :func:`touched_stamps`,
-    among rows starting in [since, until_start]."""
-    params = {"minute": minute_s, **window.params(), "since": since_ns, "until_start": until_start_ns}
-    sql = _TOUCHED_LIVE_ROWS.format(requests=store.table("requests"), touched_in=_touched_in(store))
-    found: dict[TraceKey, list[tuple[int, int]]] = {}
-    for row in store.query(sql, params):
-        key = (str(row["project"]), bytes(row["trace_id"]))
-        found.setdefault(key, []).append((int(row["start_ns"]), int(row["version"])))
-    return found
+    (row,) = store.query(sql, {"minute": minute_s, **window.params()})
+    rewrite = {
+        (str(project), bytes(trace_id)): [int(start_ns) for start_ns in live_starts]
+        for project, trace_id, live_starts in row["to_rewrite"]
+    }
+    return ToRewrite(int(row["checked"]), rewrite)
 
 
 def _touched_in(store: Store) -> str:
