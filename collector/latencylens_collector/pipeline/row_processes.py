@@ -20,9 +20,12 @@ before handing them back: the collector then loads a few buffers (≈ 0.6 ms for
 instead of unpickling their dicts and laying them out itself (≈ 22 ms under its GIL).
 It is passed the collector's configured prices with each build, so rows are priced as in-process.
 If the worker cannot be started or dies, the build runs in the calling thread instead (the
-same function), and the next large build tries a new worker; on a platform that cannot run one
-at all (no working semaphores, as on some serverless runtimes) every build runs in the caller,
-said once in the log. A build that fails in the worker raises as it would have here.
+same function), and the next large build tries a new worker. A worker that keeps failing (its
+start fails, or something kills it each time) is tried again after a pause that doubles with each
+failure in a row, up to :data:`MAX_RESPAWN_PAUSE_S`, so a broken worker costs neither a spawn per
+build nor a log line per build; the builds meanwhile run in the caller. On a platform that cannot
+run one at all (no working semaphores, as on some serverless runtimes) every build runs in the
+caller, said once in the log. A build that fails in the worker raises as it would have here.
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Final
 
 from latencylens_collector.analysis.costs import Prices, configured_prices
 from latencylens_collector.analysis.row_work import BuiltRows, ReadBack, TraceToBuild, build_rows, span_count
@@ -40,6 +45,21 @@ from latencylens_collector.runtime import metrics, worker
 from latencylens_collector.storage.arrow_tables import build_rows_as_table
 
 _log = logging.getLogger(__name__)
+
+MAX_RESPAWN_PAUSE_S: Final = 300.0
+"""The longest pause before a new worker is tried after failures in a row (the first failure
+gets none: a worker killed once is replaced at the next build; then 1 s, 2 s, 4 s, ...)."""
+
+
+def respawn_pause_s(failures_in_a_row: int) -> float:
+    """How long after its latest failure a new worker is tried."""
+    if failures_in_a_row <= 1:
+        return 0.0
+    return min(MAX_RESPAWN_PAUSE_S, 2.0 ** (failures_in_a_row - 2))
+
+
+class _WorkerPaused(Exception):
+    """The worker failed in a row lately: this build runs in the caller until a new one is tried."""
 
 
 class RowProcess:
@@ -60,6 +80,10 @@ class RowProcess:
         self._callers = threading.local()
         self._caller_only = False
         """No worker any more: the service stopped, or this platform cannot run one."""
+        self.failures_in_a_row = 0
+        """Workers that failed since the last build one finished."""
+        self._respawn_at = 0.0
+        """No new worker before this (``time.monotonic``): see :func:`respawn_pause_s`."""
 
     def __call__(self, traces: Sequence[TraceToBuild]) -> BuiltRows:
         if span_count(traces) <= self.min_spans:
@@ -74,6 +98,8 @@ class RowProcess:
         prices = configured_prices()
         if self._caller_only or span_count(traces) <= min_spans:
             return PendingRows(self, traces, prices, None)
+        if self._pool is None and time.monotonic() < self._respawn_at:
+            return PendingRows(self, traces, prices, None, _WorkerPaused())
         try:
             future = self._worker().submit(build_rows_as_table, traces, prices)
             return PendingRows(self, traces, prices, future)
@@ -81,6 +107,7 @@ class RowProcess:
             return PendingRows(self, traces, prices, None, exc)
 
     def _built_in_worker(self, built: BuiltRows) -> BuiltRows:
+        self.failures_in_a_row = 0
         self.worker_cpu_s += built.cpu_s
         self._callers.cpu_s = self.worker_cpu_s_for_this_thread() + built.cpu_s
         metrics.ROW_BUILDS.labels(ran_in="worker").inc()
@@ -90,15 +117,23 @@ class RowProcess:
     def _built_here(
         self, traces: Sequence[TraceToBuild] | ReadBack, prices: Prices, exc: BaseException
     ) -> BuiltRows:
-        """The worker could not build (not the build's fault): build in the caller, and let the
-        next large build try a new worker, unless this platform cannot run one at all."""
-        self._discard()
+        """The worker could not build (not the build's fault): build in the caller, and let a
+        later large build try a new worker (:func:`respawn_pause_s`), unless this platform cannot
+        run one at all."""
         self.fallbacks += 1
         metrics.ROW_BUILDS.labels(ran_in="collector").inc()
-        for_good = isinstance(exc, (NotImplementedError, ImportError))  # no semaphores here
-        self._caller_only = self._caller_only or for_good
-        what = "this platform cannot run the row-building process" if for_good else "its process failed"
-        _log.warning("rows built in the collector: %s (%s)", what, exc)
+        if not isinstance(exc, _WorkerPaused):
+            self._discard()
+            self.failures_in_a_row += 1
+            pause_s = respawn_pause_s(self.failures_in_a_row)
+            self._respawn_at = time.monotonic() + pause_s
+            for_good = isinstance(exc, (NotImplementedError, ImportError))  # no semaphores here
+            self._caller_only = self._caller_only or for_good
+            if for_good:
+                what = "this platform cannot run the row-building process"
+            else:
+                what = f"its process failed ({self.failures_in_a_row} in a row; next try in {pause_s:g} s)"
+            _log.warning("rows built in the collector: %s (%s)", what, exc)
         return build_rows(traces, prices)
 
     def worker_cpu_s_for_this_thread(self) -> float:

@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +32,8 @@ from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.reconciler import Reconciler
-from latencylens_collector.pipeline.row_processes import RowProcess
+from latencylens_collector.pipeline.row_processes import MAX_RESPAWN_PAUSE_S, RowProcess, respawn_pause_s
+from latencylens_collector.runtime import worker
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.arrow_tables import requests_table
 from latencylens_collector.storage.store import Store
@@ -309,3 +311,45 @@ def test_a_started_build_whose_worker_dies_is_built_in_the_caller(
     assert table_of(process.start(traces).result()) == here
     assert process.fallbacks == 1
     assert table_of(process.start(traces).result()) == here and process.fallbacks == 1  # a new worker
+
+
+class BrokenStart(RowProcess):
+    """A worker whose start fails every time (here: its initializer cannot import what builds run,
+    as when the worker's environment differs from the collector's), started by the real pool."""
+
+    def _worker(self) -> Any:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=worker.initialize,
+                    initargs=("latencylens_collector.no_such_module",),
+                )
+            return self._pool
+
+
+def test_a_worker_that_keeps_failing_is_tried_again_after_pauses_that_grow(
+    traces: list[TraceToBuild], caplog: pytest.LogCaptureFixture
+) -> None:
+    process = BrokenStart()
+    here = built_here(traces)
+    try:
+        # The first failure is replaced at once; the second starts a pause of 1 s.
+        assert table_of(process(traces)) == here and table_of(process(traces)) == here
+        assert process.fallbacks == 2 and process.failures_in_a_row == 2
+        # During the pause, builds run here without spawning, and without a log line each.
+        assert table_of(process(traces)) == here
+        assert process.fallbacks == 3 and not process.started and not workers()
+        failed = [r.getMessage() for r in caplog.records if "its process failed" in r.getMessage()]
+        assert len(failed) == 2 and "2 in a row; next try in 1 s" in failed[1]
+        time.sleep(respawn_pause_s(2) + 0.2)
+        assert table_of(process(traces)) == here  # a new worker was tried, and failed too
+        assert process.failures_in_a_row == 3
+    finally:
+        process.stop()
+
+
+def test_the_pause_doubles_from_the_second_failure_in_a_row_up_to_five_minutes() -> None:
+    assert [respawn_pause_s(n) for n in range(1, 6)] == [0.0, 1.0, 2.0, 4.0, 8.0]
+    assert respawn_pause_s(40) == MAX_RESPAWN_PAUSE_S == 300.0
