@@ -132,6 +132,16 @@ _EVENTS_SELECT = (
 """Events with their times as integer ns (a ``DateTime64`` would come back as a µs datetime)."""
 
 
+def server_settings(cluster: str | None) -> dict[str, str]:
+    """Settings of every statement the collector sends a server. On a cluster, a read of a
+    ``Distributed`` table that selects its traces by a subquery of another (the reconciler's
+    touched traces, the engine path's read-back) is refused by default on more than one shard
+    ("Double-distributed IN/JOIN subqueries is denied"): ``global`` runs such a subquery once, on
+    the node the collector asked, and sends its result to the shards, right whatever the tables'
+    sharding."""
+    return {"distributed_product_mode": "global"} if cluster else {}
+
+
 class Store:
     """LatencyLens's tables in one ClickHouse database. Connects lazily, so the service can start
     (and answer 503) while ClickHouse is down."""
@@ -174,7 +184,11 @@ class Store:
                 # threads, and a server refuses a second statement in a session still running one
                 # (SESSION_IS_LOCKED). Nothing here keeps state in a session.
                 return clickhouse_connect.get_client(
-                    dsn=dsn, connect_timeout=3, send_receive_timeout=30, autogenerate_session_id=False
+                    dsn=dsn,
+                    connect_timeout=3,
+                    send_receive_timeout=30,
+                    autogenerate_session_id=False,
+                    settings=server_settings(self.settings.clickhouse_cluster),
                 )
         except (ClickHouseError, OSError) as exc:
             raise StorageUnavailable(f"cannot reach ClickHouse at {redact_dsn(dsn)}: {exc}") from exc
