@@ -8,8 +8,9 @@ directory per process). Then the :class:`Reconciler` looks at every one of those
 service does after the settle delay:
 
 * **rows already right** (the common case: each trace reached one collector in one batch): one
-  narrow query per minute of inserts compares the stored spans with the rows, no span read. Each trace is looked at twice in production
-  (once settled, once a settle delay later), so the pass runs twice and both count;
+  narrow query per minute of inserts compares the stored spans with the rows, no span read. Each
+  trace is looked at twice in production (once settled, once a settle delay later), so the pass
+  runs twice and both count;
 * **rows missing** (spans stored by a collector that died before writing rows): every trace is
   read whole and its row written.
 
