@@ -437,4 +437,5 @@ __all__ = [
     "StorageError",
     "StorageUnavailable",
     "Store",
+    "server_settings",
 ]
