@@ -67,6 +67,9 @@ class RowProcess:
     started on first use. Several threads may build through it (the row builder, the reconciler);
     their builds take turns in the worker."""
 
+    worker_imports: tuple[str, ...] = (build_rows_as_table.__module__,)
+    """What the worker imports and freezes at its start (:func:`.worker.initialize`)."""
+
     def __init__(self, min_spans: int = 0) -> None:
         self.min_spans = min_spans
         """Builds from at most this many spans run in the caller: not worth the trip (nor, for a
@@ -164,7 +167,7 @@ class RowProcess:
                     max_workers=1,
                     mp_context=spawn,
                     initializer=worker.initialize,
-                    initargs=(build_rows_as_table.__module__,),
+                    initargs=self.worker_imports,
                 )
             return self._pool
 

@@ -16,7 +16,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +32,6 @@ from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.reconciler import Reconciler
 from latencylens_collector.pipeline.row_processes import MAX_RESPAWN_PAUSE_S, RowProcess, respawn_pause_s
-from latencylens_collector.runtime import worker
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.arrow_tables import requests_table
 from latencylens_collector.storage.store import Store
@@ -317,16 +315,7 @@ class BrokenStart(RowProcess):
     """A worker whose start fails every time (here: its initializer cannot import what builds run,
     as when the worker's environment differs from the collector's), started by the real pool."""
 
-    def _worker(self) -> Any:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(
-                    max_workers=1,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=worker.initialize,
-                    initargs=("latencylens_collector.no_such_module",),
-                )
-            return self._pool
+    worker_imports = ("latencylens_collector.no_such_module",)
 
 
 def test_a_worker_that_keeps_failing_is_tried_again_after_pauses_that_grow(
