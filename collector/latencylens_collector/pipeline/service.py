@@ -135,8 +135,8 @@ class Pipeline:
         always with ``ingest_path = engine``; with ``auto``, only while the exports in flight,
         counted at this one's size, would fill the writer's next INSERT to
         :data:`~.writer.BODY_BATCH_MIN_BYTES`, and no other project sends
-        (:meth:`BoundedQueue.others_waiting`). That INSERT carries about half of them (the other
-        half wait for their rows to be built, :meth:`.Writer._batch_bytes`), and a smaller one
+        (:meth:`BoundedQueue.others_waiting`). That INSERT carries about half of them (while the
+        last batch's rows are built, :meth:`.Writer._batch_bytes`), and a smaller one
         costs more than decoding its bodies in Python saves (the writer sends a smaller batch back
         all the same). While another project sends, every batch is one project's turn of a
         quarter of the bounds, so that another project's export waits for at most one small

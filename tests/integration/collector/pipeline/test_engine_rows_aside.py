@@ -1,11 +1,12 @@
 """On the engine path, a project's large rows do not hold another project's exports.
 
-The engine path builds a batch's rows in the worker while the writer inserts the next batch, and
-answers the batch's exports once they are written. A hostile project's 8,000-span chain made a
-normal project's export wait for its rows (≈ 0.5 s of build) whether it rode in the same INSERT or
-came in the next one: the hostile soak's normal p99 went from 1.7× a clean run's (Python path) to
-8.6×. Now, while another project sends, rows from more than a turn's spans are built and written by
-the row builder, as on the Python path, and the other projects' rows are written at once.
+The engine path builds a large batch's rows in the worker while the writer inserts the next batch
+and writes them after it: the writer waits for that build before the next batch. A hostile
+project's 8,000-span chain made a normal project's export wait for its rows (≈ 0.5 s of build)
+whether it rode in the same INSERT or came in the next one: the hostile soak's normal p99 went
+from 1.7× a clean run's (Python path) to 8.6×. Now, while another project sends, rows from more
+than a turn's spans are built and written by the row builder, as on the Python path, and the other
+projects' rows are written at once.
 
 A real pipeline (queue, writer, row builder, the spawned worker, chdb) fed OTLP/protobuf bodies as
 the receivers queue them. To make "meanwhile" deterministic, writing rows from more than
@@ -20,11 +21,12 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import pytest
-from pipeline_helpers import body_limits, chat_body, row_spans_by_project, stored_spans_by_project
+from pipeline_helpers import body_limits, chat_body, row_spans_by_project, stored_spans_by_project, wait_until
 
 from latencylens_collector.analysis.row_work import BuiltRows, ReadBack
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import BodiesStored, Ingestor
+from latencylens_collector.pipeline.writer import BODY_ROWS_HERE
 from latencylens_collector.storage.otlp_sql import BodyLimits
 from latencylens_collector.storage.store import StorageError, Store
 
@@ -33,6 +35,8 @@ MAX_BATCH_SPANS = 2_000
 """A turn, while another project sends, is a quarter of it: rows from more than 500 spans go aside."""
 HEAVY_TRACES, LIGHT_TRACES = 200, 2
 """chat_body: four spans a trace, so 800 spans (over a turn) and 8."""
+ALONE_TRACES = 300
+"""1,200 spans: a batch whose rows are built in the worker."""
 HELD_SPANS = 400
 
 
@@ -120,15 +124,19 @@ def test_a_project_that_sends_is_answered_while_a_heavy_insert_before_it_has_its
 def test_a_project_sending_alone_keeps_its_rows_built_beside_the_next_insert(
     engine: tuple[Pipeline, Store, HeldRows],
 ) -> None:
-    """With no other project to protect, a large batch's rows stay the writer's to write after its
-    next INSERT (built in the worker meanwhile), which keeps its batches large."""
+    """With no other project to protect, a large batch's rows (1,200 spans, over BODY_ROWS_HERE)
+    stay the writer's to write after its next INSERT (built in the worker meanwhile), which keeps
+    its batches large; its export is answered once its spans are stored, before its rows."""
     pipeline, store, ingestor = engine
-    heavy = submit(pipeline, "heavy", HEAVY_TRACES)
+    assert ALONE_TRACES * 4 > BODY_ROWS_HERE
+    heavy = submit(pipeline, "heavy", ALONE_TRACES)
+    assert heavy.result(timeout=WAIT_S) is Outcome.STORED
+    assert stored_spans_by_project(store) == {"heavy": 1_200}
     assert ingestor.building.wait(WAIT_S)
     assert ingestor.held_in == ["latencylens-writer"]
+    assert row_spans_by_project(store) == {}
     ingestor.go.set()
-    assert heavy.result(timeout=WAIT_S) is Outcome.STORED
-    assert row_spans_by_project(store) == {"heavy": 800}
+    wait_until(lambda: row_spans_by_project(store) == {"heavy": 1_200}, what="the heavy rows")
 
 
 class HeavyReadBackFails(Ingestor):

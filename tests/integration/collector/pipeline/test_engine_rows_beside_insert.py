@@ -1,5 +1,6 @@
 """Issue 18: on the engine path a batch's request rows are built in the worker process while the
-writer inserts the next batch, and its exports are answered only once those rows are written.
+writer inserts the next batch; its exports are answered once its spans are stored, so that their
+senders send again meanwhile, and the rows follow.
 
 A real collector pipeline (queue, writer, chdb, the spawned worker) fed OTLP/protobuf bodies as
 the receivers queue them (:meth:`Pipeline.submit_body`).
@@ -17,7 +18,14 @@ from concurrent.futures import Future
 from typing import Any
 
 import pytest
-from pipeline_helpers import body_limits, chat_body, export, row_spans_by_project, stored_spans_by_project
+from pipeline_helpers import (
+    body_limits,
+    chat_body,
+    export,
+    row_spans_by_project,
+    stored_spans_by_project,
+    wait_until,
+)
 
 from latencylens_collector.analysis.row_work import BuiltRows, ReadBack
 from latencylens_collector.pipeline import Outcome, Pipeline
@@ -41,24 +49,56 @@ class FailingRows(Ingestor):
         raise RuntimeError("requests insert refused")
 
 
+class HeldRows(Ingestor):
+    """Holds every requests insert until released."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.release = threading.Event()
+        self.writing = threading.Event()
+
+    def write_built(self, built: BuiltRows) -> None:
+        self.writing.set()
+        self.release.wait(60)
+        super().write_built(built)
+
+
 @pytest.fixture
 def engine(start_pipeline) -> Callable[..., tuple[Pipeline, Store]]:
     return lambda ingestor=Ingestor: start_pipeline(ingestor, ingest_path="engine", flush_interval_ms=50)
 
 
-def test_large_batches_are_answered_once_their_rows_built_in_the_worker_are_written(engine: Any) -> None:
-    """Three bodies of 300 traces (1,200 spans each, over BODY_ROWS_HERE): built in the worker, and
-    when each export is answered its rows are there, every span counted (300 traces × 4 spans)."""
+def test_large_batches_get_their_rows_built_in_the_worker(engine: Any) -> None:
+    """Three bodies of 300 traces (1,200 spans each, over BODY_ROWS_HERE): when each export is
+    answered its spans are stored; its rows, built in the worker, follow with every span counted
+    (300 traces × 4 spans)."""
     pipeline, store = engine()
     assert SPANS_PER_TRACE * 300 > BODY_ROWS_HERE
-    rows_when_answered: list[int] = []
     for expected in (1_200, 2_400, 3_600):
         ticket = pipeline.submit_body(chat_body(300), "default", body_limits())
         assert ticket.future.result(timeout=60) is Outcome.STORED
-        rows_when_answered.append(row_spans_by_project(store).get("default", 0))
-        assert rows_when_answered[-1] == expected, rows_when_answered
+        assert stored_spans_by_project(store) == {"default": expected}
+        rows = {"default": expected}
+        wait_until(lambda rows=rows: row_spans_by_project(store) == rows, what=f"rows of {expected} spans")
     assert workers()  # the builds ran in the worker process
-    assert stored_spans_by_project(store) == {"default": 3_600}
+
+
+def test_an_export_is_answered_once_its_spans_are_stored_not_its_rows(engine: Any) -> None:
+    """The requests insert is held: the export is answered all the same, its spans stored and its
+    rows not yet; released, the rows are written. (Answered after its rows, the export would wait
+    for the release and the first ``result`` would time out.)"""
+    pipeline, store = engine(HeldRows)
+    ingestor = pipeline.writer.ingestor
+    assert isinstance(ingestor, HeldRows)
+    try:
+        ticket = pipeline.submit_body(chat_body(300), "default", body_limits())
+        assert ticket.future.result(timeout=30) is Outcome.STORED
+        assert stored_spans_by_project(store) == {"default": 1_200}
+        assert ingestor.writing.wait(30)  # the rows are being written, held
+        assert row_spans_by_project(store) == {}
+    finally:
+        ingestor.release.set()
+    wait_until(lambda: row_spans_by_project(store) == {"default": 1_200}, what="the rows after the release")
 
 
 def test_bodies_queued_together_all_get_their_rows(engine: Any) -> None:
@@ -67,15 +107,18 @@ def test_bodies_queued_together_all_get_their_rows(engine: Any) -> None:
     pipeline, store = engine()
     tickets = [pipeline.submit_body(chat_body(100), "default", body_limits()) for _ in range(8)]
     assert [ticket.future.result(timeout=60) for ticket in tickets] == [Outcome.STORED] * 8
-    assert row_spans_by_project(store) == {"default": 8 * 100 * SPANS_PER_TRACE}
+    expected = {"default": 8 * 100 * SPANS_PER_TRACE}
+    wait_until(lambda: row_spans_by_project(store) == expected, what="every trace's row")
 
 
-def test_small_batches_build_their_rows_in_the_writer_and_start_no_worker(engine: Any) -> None:
+def test_small_batches_are_answered_after_their_rows_built_in_the_writer(engine: Any) -> None:
+    """Batches of at most BODY_ROWS_HERE spans: rows built in the writer, no worker started, and
+    each export answered once its rows are written, as on the Python path."""
     pipeline, store = engine()
-    for _ in range(3):
+    for sent in range(1, 4):
         ticket = pipeline.submit_body(chat_body(2), "default", body_limits())
         assert ticket.future.result(timeout=60) is Outcome.STORED
-    assert row_spans_by_project(store) == {"default": 3 * 2 * SPANS_PER_TRACE}
+        assert row_spans_by_project(store) == {"default": sent * 2 * SPANS_PER_TRACE}
     assert not workers()
 
 
@@ -98,9 +141,9 @@ def test_rows_that_cannot_be_written_lose_no_span_and_no_answer(
             pipeline.submit_body(chat_body(300), "default", body_limits()).future for _ in range(2)
         ]
         assert [answer.result(timeout=60) for answer in answers] == [Outcome.STORED] * 2
-    assert stored_spans_by_project(store) == {"default": 2_400}
+        assert stored_spans_by_project(store) == {"default": 2_400}
+        wait_until(lambda: _logged(caplog, "requests insert refused"), what="the failed write logged")
     assert row_spans_by_project(store) == {}
-    assert any("requests insert refused" in record.getMessage() for record in caplog.records)
 
 
 class FailingReadBack(Ingestor):
@@ -118,9 +161,9 @@ def test_a_read_back_that_fails_loses_no_span_and_no_answer(
     with caplog.at_level(logging.ERROR):
         answer = pipeline.submit_body(chat_body(300), "default", body_limits()).future
         assert answer.result(timeout=60) is Outcome.STORED
-    assert stored_spans_by_project(store) == {"default": 1_200}
+        assert stored_spans_by_project(store) == {"default": 1_200}
+        wait_until(lambda: _logged(caplog, "read-back refused"), what="the failed read-back logged")
     assert row_spans_by_project(store) == {}
-    assert any("read-back refused" in record.getMessage() for record in caplog.records)
 
 
 class HeldFirstInsert(Ingestor):
@@ -181,3 +224,7 @@ def test_a_batch_waiting_for_its_rows_is_answered_while_span_exports_keep_coming
     finally:
         stop.set()
         sender.join(10)
+
+
+def _logged(caplog: pytest.LogCaptureFixture, text: str) -> bool:
+    return any(text in record.getMessage() for record in caplog.records)
