@@ -361,7 +361,7 @@ class Writer:
         and is answered after them, as on the Python path. A larger one, while its projects send
         alone, is answered now (its spans are stored) and has its rows built in the worker while
         the writer inserts the next batch (:meth:`_finish_body_rows`): its senders send again
-        meanwhile, so the next INSERT has bodies to take (at 8 senders, 1.5–1.7× the spans/s of
+        meanwhile, so the next INSERT has bodies to take (at 8 senders, 1.4–1.7× the spans/s of
         answering once the rows are written). While another project sends:
         :meth:`_start_body_rows_aside`."""
         stored_spans: dict[str, int] = {}
