@@ -398,8 +398,8 @@ class Writer:
         light = [ticket for ticket in stored if ticket.project not in aside]
         here = self._read_back(light, inserted, stored_spans.keys() - aside) if light else None
         if here is not None:
-            light_spans = sum(ticket.stored_spans for ticket in light)
-            self._write_body_rows(_BodyRows(light, self._rows.process.start(here, light_spans), False))
+            rows = self._rows.process.start(here, sum(ticket.stored_spans for ticket in light))
+            self._write_body_rows(_BodyRows(light, rows, answered=False))
         if aside:
             heavy = [ticket for ticket in stored if ticket.project in aside]
             read_back = partial(self.ingestor.read_back, inserted, aside)
