@@ -60,7 +60,7 @@ def export(project: str, number: int, spans: int = 10) -> list[SpanRow]:
     ]
 
 
-ENGINE_OUTCOMES = ("stored", "small_batch", "not_plain", "no_verdict", "refused", "failed")
+ENGINE_OUTCOMES = ("stored", "not_plain", "no_verdict", "refused", "failed")
 """Every outcome of ``latencylens_engine_bodies_total``."""
 
 

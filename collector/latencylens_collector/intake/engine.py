@@ -1,6 +1,6 @@
 """OTLP/protobuf exports handed to ClickHouse whole (``ingest_path = engine``, and ``auto`` while
-enough exports are in flight to fill an INSERT and no other project sends:
-:meth:`Pipeline.engine_takes`), for both receivers.
+enough exports are in flight to fill an INSERT, or were within a second, and no other project
+sends: :meth:`Pipeline.engine_takes`), for both receivers.
 
 A receiver checks the caller's key and the queue's room as on the Python path, then only the
 body's frame (:func:`~latencylens_collector.storage.otlp_sql.otlp_frame_ok`: the top level is
@@ -8,9 +8,9 @@ OTLP's ``resource_spans`` and nothing else), and queues the raw bytes; the write
 bodies at once and ClickHouse decodes and flattens them. A body the engine stored whole is
 answered with an empty ``ExportTraceServiceResponse`` (every span valid, nothing repaired, so no
 ``partial_success``). Any other body — its frame is not plain OTLP, it does not parse, a span is
-invalid or needs a repair, storage refuses writes, it takes a trace past its span cap, its batch
-is too small to be worth an INSERT (``auto``) — comes back to the receiver, which decodes it with
-:func:`~latencylens_collector.intake.otlp.decode` as if the engine path did not exist.
+invalid or needs a repair, storage refuses writes, it takes a trace past its span cap — comes
+back to the receiver, which decodes it with :func:`~latencylens_collector.intake.otlp.decode` as
+if the engine path did not exist.
 """
 
 from __future__ import annotations

@@ -108,7 +108,6 @@ class Writer:
         monotonic: Callable[[], float] = time.monotonic,
         max_batch_bytes: int | None = None,
         cpu: CpuShares | None = None,
-        engine_min_bytes: int = 0,
     ) -> None:
         self.queue = queue
         self.ingestor = ingestor
@@ -117,9 +116,6 @@ class Writer:
         self.max_batch_bytes = max(1, max_batch_bytes) if max_batch_bytes is not None else None
         """Most bytes of decoded spans per insert (:func:`~.queue.rows_bytes`); None: the queue's."""
         self.flush_interval_s = flush_interval_s
-        self.engine_min_bytes = engine_min_bytes
-        """A batch of export bodies weighing less than this takes the Python path without an
-        INSERT (``ingest_path = auto``: :data:`BODY_BATCH_MIN_BYTES`); 0: every batch is inserted."""
         self.cpu = cpu
         """Where each batch's CPU time is charged, to its projects by spans (:mod:`.cpu_shares`)."""
         self._monotonic = monotonic
@@ -305,12 +301,6 @@ class Writer:
             return
         if self._monotonic() < self._storage_retry_at:
             metrics.ENGINE_BODIES.labels(outcome="refused").inc(len(tickets))
-            _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
-            return
-        if sum(ticket.nbytes for ticket in tickets) < self.engine_min_bytes:
-            # An INSERT's planning (≈ 50 ms) and the verdicts and read-back queries cost more than
-            # decoding these few bodies in Python saves: their receivers decode them.
-            metrics.ENGINE_BODIES.labels(outcome="small_batch").inc(len(tickets))
             _resolve(tickets, Outcome.TAKE_PYTHON_PATH)
             return
         try:

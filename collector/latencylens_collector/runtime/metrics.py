@@ -57,8 +57,7 @@ SPANS_WRITTEN = Counter(
 ENGINE_BODIES = Counter(
     "latencylens_engine_bodies",
     "Export bodies handed to the engine (ingest_path = engine or auto), by outcome: stored (every span "
-    "stored by ClickHouse), small_batch (auto: too few bodies waiting to be worth an INSERT), "
-    "not_plain (a span it leaves to the Python path), no_verdict (no verdict read: "
+    "stored by ClickHouse), not_plain (a span it leaves to the Python path), no_verdict (no verdict read: "
     "the body has no span, did not parse, or its verdict is on another node), refused (storage "
     "refusing writes for now), failed (the INSERT failed otherwise). All but stored are then "
     "decoded by the Python path.",

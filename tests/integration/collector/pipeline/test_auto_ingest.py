@@ -1,6 +1,6 @@
 """Issue 18: ``ingest_path = auto`` hands OTLP/protobuf exports to the engine only while enough of
-them are in flight to fill an INSERT and no other project sends, and the writer sends a batch of
-bodies too small to be worth one back to the receivers, which decode it in Python.
+them are in flight to fill an INSERT (or were, within ENGINE_HOLD_S) and no other project sends;
+the writer stores whatever bodies it is handed.
 
 A real collector pipeline (queue, writer, chdb), and a real collector over HTTP.
 """
@@ -30,6 +30,7 @@ from latencylens_collector import queries
 from latencylens_collector.analysis.records import DEFAULT_PROJECT
 from latencylens_collector.auth import KeyStore
 from latencylens_collector.pipeline import Outcome, Pipeline
+from latencylens_collector.pipeline.service import ENGINE_HOLD_S
 from latencylens_collector.pipeline.writer import BODY_BATCH_MIN_BYTES
 from latencylens_collector.storage.store import Store
 
@@ -52,32 +53,49 @@ def verdict_rows(store: Store) -> int:
 
 @pytest.fixture
 def pipelines(start_pipeline) -> Callable[..., tuple[Pipeline, Store]]:
-    return lambda ingest_path="auto": start_pipeline(ingest_path=ingest_path, flush_interval_ms=1000)
+    return lambda ingest_path="auto", **kwargs: start_pipeline(
+        ingest_path=ingest_path, flush_interval_ms=1000, **kwargs
+    )
 
 
-def test_the_engine_takes_an_export_only_while_those_in_flight_would_fill_an_insert(pipelines) -> None:
-    """The writer's next INSERT carries about half of the exports in flight: with this export's
-    size for each, auto hands it to the engine once half of them reach BODY_BATCH_MIN_BYTES
-    (2 MiB = 2,097,152 bytes). Four exports in flight of 1 MiB each: 4 × 1,048,576 / 2 =
-    2,097,152, just enough; a byte less each, or three of them, is not."""
+def test_the_engine_takes_an_export_while_those_in_flight_fill_an_insert(pipelines) -> None:
+    """Auto hands an export to the engine once the exports in flight, counted at its size, reach
+    BODY_BATCH_MIN_BYTES (2 MiB = 2,097,152 bytes): one of 1 MiB alone is not enough (1,048,576),
+    nor two of a byte less (2,097,150); two of 1 MiB are (2,097,152), and so is one of 2 MiB alone.
+    Exports of every project count: they share the writer."""
     pipeline, _ = pipelines("auto")
-    mib = 1024 * 1024
-    assert BODY_BATCH_MIN_BYTES == 2 * mib
-    for _ in range(3):
-        pipeline.check_room(DEFAULT_PROJECT)
-    assert pipeline.cpu.in_flight == 3
-    assert not pipeline.engine_takes(mib, DEFAULT_PROJECT)
-    pipeline.check_room("other-project")  # every project's exports in flight count: they share the writer
-    assert pipeline.engine_takes(mib, DEFAULT_PROJECT)
-    assert not pipeline.engine_takes(mib - 1, DEFAULT_PROJECT)
-    for project in (DEFAULT_PROJECT, DEFAULT_PROJECT, "other-project"):
-        pipeline.done(project)
+    assert BODY_BATCH_MIN_BYTES == 2 * MIB
+    pipeline.check_room(DEFAULT_PROJECT)
     assert pipeline.cpu.in_flight == 1
-    assert not pipeline.engine_takes(3 * mib, DEFAULT_PROJECT)  # alone, even a large one: 3 MiB / 2 < 2 MiB
-    assert pipeline.engine_takes(4 * mib, DEFAULT_PROJECT)
+    assert not pipeline.engine_takes(MIB, DEFAULT_PROJECT)
+    pipeline.check_room("other-project")
+    assert not pipeline.engine_takes(MIB - 1, DEFAULT_PROJECT)
+    assert pipeline.engine_takes(MIB, DEFAULT_PROJECT)
+    pipeline.done("other-project")
     pipeline.done(DEFAULT_PROJECT)
     pipeline.done(DEFAULT_PROJECT)  # answered twice: the count does not go below nothing
     assert pipeline.cpu.in_flight == 0
+
+
+def test_the_engine_keeps_taking_exports_for_a_second_after_they_filled_an_insert(pipelines) -> None:
+    """Under a steady load the exports in flight fall short of an INSERT now and then (senders
+    between an answer and their next export): for ENGINE_HOLD_S (1 s) after they last filled
+    one, every export goes to the engine, a small one too; then none below the bound does. The
+    clock is the test's."""
+    now = [1000.0]
+    pipeline, _ = pipelines("auto", monotonic=lambda: now[0])
+    assert ENGINE_HOLD_S == 1.0
+    pipeline.check_room(DEFAULT_PROJECT)
+    assert not pipeline.engine_takes(1024, DEFAULT_PROJECT)  # nothing filled an INSERT yet
+    assert pipeline.engine_takes(2 * MIB, DEFAULT_PROJECT)  # fills one alone: held until 1001.0
+    now[0] = 1000.999
+    assert pipeline.engine_takes(1024, DEFAULT_PROJECT)
+    assert pipeline.engine_takes(2 * MIB, DEFAULT_PROJECT)  # fills one again: held until 1001.999
+    now[0] = 1001.5
+    assert pipeline.engine_takes(1024, DEFAULT_PROJECT)
+    now[0] = 1001.999
+    assert not pipeline.engine_takes(1024, DEFAULT_PROJECT)
+    pipeline.done(DEFAULT_PROJECT)
 
 
 @pytest.mark.parametrize(("path", "takes"), [("engine", True), ("python", False)])
@@ -91,17 +109,17 @@ def test_while_another_project_sends_auto_decodes_in_python(pipelines) -> None:
     """While another project has an export queued or put one within ACTIVE_S (10 s), each batch is
     one project's turn of a quarter of the bounds, so the other project's export waits for one
     small insert at most. An INSERT of bodies cannot be cut so, and auto decodes in Python what it
-    would hand to the engine otherwise: here a 4 MiB export in flight alone (4 MiB / 2 = 2 MiB).
-    The project's own exports do not count. Each small body put here is sent back unstored (below
-    an INSERT's worth), which is all a put needs to be seen."""
+    would hand to the engine otherwise: here a 4 MiB export in flight alone (≥ 2 MiB), while the
+    engine is held for the load too. The project's own exports do not count. Each small body put
+    here is stored by the engine, which is all a put needs to be seen."""
     pipeline, _ = pipelines("auto")
     pipeline.check_room(DEFAULT_PROJECT)
     assert pipeline.engine_takes(4 * MIB, DEFAULT_PROJECT)
     own = pipeline.submit_body(chat_body(10), DEFAULT_PROJECT, body_limits())
-    assert own.future.result(timeout=30) is Outcome.TAKE_PYTHON_PATH
+    assert own.future.result(timeout=30) is Outcome.STORED
     assert pipeline.engine_takes(4 * MIB, DEFAULT_PROJECT)
     other = pipeline.submit_body(chat_body(10), "other-project", body_limits())
-    assert other.future.result(timeout=30) is Outcome.TAKE_PYTHON_PATH
+    assert other.future.result(timeout=30) is Outcome.STORED
     assert not pipeline.engine_takes(4 * MIB, DEFAULT_PROJECT)
     assert not pipeline.engine_takes(4 * MIB, "other-project")  # the default project sent one too
     pipeline.done(DEFAULT_PROJECT)
@@ -109,7 +127,7 @@ def test_while_another_project_sends_auto_decodes_in_python(pipelines) -> None:
 
 def test_an_export_beside_another_projects_is_decoded_in_python_over_http(start_collector, tmp_path) -> None:
     """Over HTTP, with a key per project: one export of 4,400 four-span traces (≈ 4.24 MB, so
-    alone in flight 4.24 MB / 2 ≥ 2 MiB) goes to the engine while its project sends alone, and a
+    alone in flight ≥ 2 MiB) goes to the engine while its project sends alone, and a
     second one to the Python path (no engine counter moves) once another project has sent an
     export within ACTIVE_S. Every span of both is stored once, under its project."""
     metadata_url = f"sqlite:///{tmp_path / 'metadata.db'}"
@@ -125,7 +143,7 @@ def test_an_export_beside_another_projects_is_decoded_in_python_over_http(start_
         return answer.status_code
 
     alone, beside = chat_body(4_400), chat_body(4_400)
-    assert len(alone) // 2 >= BODY_BATCH_MIN_BYTES
+    assert len(alone) >= BODY_BATCH_MIN_BYTES
     before = engine_bodies()
     assert post("heavy", alone) == 200
     after_alone = engine_bodies()
@@ -168,7 +186,7 @@ def test_the_grpc_receiver_decodes_in_python_beside_another_project(start_collec
             return export(data, metadata=(("authorization", f"Bearer {secrets[name]}"),), timeout=120)
 
     alone, beside = chat_body(4_400), chat_body(4_400)
-    assert len(alone) // 2 >= BODY_BATCH_MIN_BYTES
+    assert len(alone) >= BODY_BATCH_MIN_BYTES
     before = engine_bodies()
     assert send("heavy", alone) == ExportTraceServiceResponse()
     after_alone = engine_bodies()
@@ -181,37 +199,23 @@ def test_the_grpc_receiver_decodes_in_python_beside_another_project(start_collec
     keys.close()
 
 
-def test_a_batch_of_bodies_below_an_inserts_worth_goes_back_without_an_insert(pipelines) -> None:
-    """One small body alone in its batch: the writer answers TAKE_PYTHON_PATH at once; ClickHouse
-    never saw it (no verdict row), and the counter says small_batch."""
+def test_the_writer_stores_a_lone_small_body_it_is_handed(pipelines) -> None:
+    """Which exports the engine takes is the receivers' choice (engine_takes): a small body handed
+    to it (within the hold, say) is stored with an INSERT of its own, not sent back. ClickHouse
+    read its verdict, and its 40 spans are stored once."""
     pipeline, store = pipelines("auto")
     before = engine_bodies()
     small = chat_body(10)
     assert len(small) < BODY_BATCH_MIN_BYTES
     ticket = pipeline.submit_body(small, DEFAULT_PROJECT, body_limits())
-    assert ticket.future.result(timeout=30) is Outcome.TAKE_PYTHON_PATH
+    assert ticket.future.result(timeout=30) is Outcome.STORED
     after = engine_bodies()
-    assert after["small_batch"] - before["small_batch"] == 1
-    assert after["stored"] == before["stored"]
-    assert verdict_rows(store) == 0
-
-
-def test_a_batch_of_bodies_that_fills_an_insert_is_stored_by_the_engine(pipelines) -> None:
-    """Three bodies of 800 four-span traces (≈ 0.77 MB each, ≈ 2.3 MB together) queued while an
-    export is being decoded, so the writer takes them as one batch: above 2 MiB, one INSERT stores
-    all 9,600 spans."""
-    pipeline, store = pipelines("auto")
-    bodies = [chat_body(800) for _ in range(3)]
-    assert sum(map(len, bodies)) >= BODY_BATCH_MIN_BYTES > sum(map(len, bodies[:2]))
-    before = engine_bodies()
-    with pipeline.decoding():  # the writer waits for this "export" before it takes a batch
-        tickets = [pipeline.submit_body(data, DEFAULT_PROJECT, body_limits()) for data in bodies]
-    assert [ticket.future.result(timeout=120) for ticket in tickets] == [Outcome.STORED] * 3
-    after = engine_bodies()
-    assert after["stored"] - before["stored"] == 3
-    assert after["small_batch"] == before["small_batch"]
+    assert {outcome: after[outcome] - before[outcome] for outcome in ENGINE_OUTCOMES} == {
+        outcome: 1 if outcome == "stored" else 0 for outcome in ENGINE_OUTCOMES
+    }
+    assert verdict_rows(store) == 1
     counts = span_counts(store)
-    assert counts["final"] == counts["distinct_keys"] == 3 * 800 * 4
+    assert counts["final"] == counts["distinct_keys"] == 10 * 4
 
 
 def _post(url: str, data: bytes) -> int:
@@ -235,11 +239,9 @@ def test_a_lone_export_is_decoded_in_python_at_once(start_collector) -> None:
 def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(start_collector) -> None:
     """Sixteen exports of 500 traces (≈ 482 kB each, 7.7 MB in all) posted at once over HTTP to an
     auto collector while the test holds its writer (an export "being decoded"): none is answered,
-    so the k-th one admitted sees at least k in flight, and from the ninth on 9 × 482 kB / 2 ≥ 2 MiB:
-    at least 8 go to the engine. The writer is let go once all 16 are queued: ≥ 8 × 482 kB = 3.9 MB
-    of bodies wait, enough to store with an INSERT rather than send back. The writer's batch can
-    hold all 16 (32,000 spans), else it would not wait for them: the default 10,000 spans are five
-    exports decoded in Python, which a slow machine reaches. Whichever went to the engine and
+    so the k-th one admitted sees at least k in flight, and from the fifth on 5 × 482 kB ≥ 2 MiB:
+    at least 12 go to the engine, and it stores each. The writer's batch can hold all 16 (32,000
+    spans), so it takes them together once let go. Whichever went to the engine and
     whichever were decoded in Python, every span is stored once and every request row equals the
     row a Python-path collector writes for the same exports."""
     auto = start_collector(
@@ -248,16 +250,14 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
     python = start_collector(ingest_path="python")
     pipeline: Pipeline = auto.service.app.state.pipeline
     exports = [chat_body(500) for _ in range(16)]
-    assert 9 * len(exports[0]) // 2 >= BODY_BATCH_MIN_BYTES > 8 * len(exports[0]) // 2
+    assert 5 * len(exports[0]) >= BODY_BATCH_MIN_BYTES > 4 * len(exports[0])
     before = engine_bodies()
     with ThreadPoolExecutor(max_workers=len(exports)) as pool:
         answers = sent_while_the_writer_waits(pool, pipeline, lambda data: _post(auto.url, data), exports)
         assert [answer.result(timeout=120) for answer in answers] == [200] * 16
         assert list(pool.map(lambda data: _post(python.url, data), exports)) == [200] * 16
     handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in ENGINE_OUTCOMES}
-    assert 8 <= sum(handed.values()) <= 16  # each export at most once (at once in Python: not counted)
-    assert handed["stored"] >= 1
-    assert handed["failed"] == handed["refused"] == 0
+    assert 12 <= handed["stored"] == sum(handed.values()) <= 16  # at once in Python: not counted
     for running in (auto, python):
         counts = span_counts(running.store)
         assert counts["final"] == counts["distinct_keys"] == 16 * 500 * 4
@@ -275,14 +275,14 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
 def test_the_grpc_receiver_hands_exports_to_the_engine_once_enough_are_in_flight(start_collector) -> None:
     """The gRPC receiver asks auto the same question. Sixteen exports of 500 traces (≈ 482 kB
     each), one sender each, while the test holds the writer (an export "being decoded"): none is
-    answered, so the k-th one admitted sees at least k in flight, and from the ninth on
-    9 × 482 kB / 2 ≥ 2 MiB: at least 8 go to the engine. Once all 16 wait, the writer is let go:
+    answered, so the k-th one admitted sees at least k in flight, and from the fifth on
+    5 × 482 kB ≥ 2 MiB: at least 12 go to the engine. Once all 16 wait, the writer is let go:
     every answer is an empty ExportTraceServiceResponse, every span is stored once, and every
     trace has its request row (chat_trace: a 1000 ms request)."""
     running = start_collector(ingest_path="auto", flush_interval_ms=600_000)
     pipeline: Pipeline = running.service.app.state.pipeline
     exports = [chat_body(500) for _ in range(16)]
-    assert 9 * len(exports[0]) // 2 >= BODY_BATCH_MIN_BYTES > 8 * len(exports[0]) // 2
+    assert 5 * len(exports[0]) >= BODY_BATCH_MIN_BYTES > 4 * len(exports[0])
     target = grpc_target(running.url)
 
     def send(data: bytes) -> ExportTraceServiceResponse:
@@ -301,7 +301,7 @@ def test_the_grpc_receiver_hands_exports_to_the_engine_once_enough_are_in_flight
             wait_until(lambda: pipeline.cpu.in_flight == 16, 60, "all 16 exports to be admitted")
         assert [answer.result(timeout=120) for answer in answers] == [ExportTraceServiceResponse()] * 16
     handed = {outcome: engine_bodies()[outcome] - before[outcome] for outcome in ENGINE_OUTCOMES}
-    assert 8 <= handed["stored"] + handed["small_batch"] == sum(handed.values()) <= 16
+    assert 12 <= handed["stored"] == sum(handed.values()) <= 16
     counts = span_counts(running.store)
     assert counts["final"] == counts["distinct_keys"] == 16 * 500 * 4
     [row] = running.store.query(

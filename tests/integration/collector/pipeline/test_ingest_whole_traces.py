@@ -20,10 +20,7 @@ def test_rows_from_the_batch_equal_rows_from_a_read_back(store: Store) -> None:
 
     ids = {row.trace_id for row in rows}
     stored = group_by_trace(store.spans_of_traces(ids, for_requests=True))
-    expected = {
-        trace_id: build_request_row(trace_spans)
-        for trace_id, trace_spans in stored.items()
-    }
+    expected = {trace_id: build_request_row(trace_spans) for trace_id, trace_spans in stored.items()}
     written = store.query(
         f"SELECT {', '.join(REQUEST_COLUMNS)}, toUnixTimestamp64Nano(start_time) AS start_ns, "
         f"toUnixTimestamp64Micro(computed_at) AS computed_us FROM {store.database}.requests FINAL "
