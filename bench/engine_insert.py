@@ -15,9 +15,9 @@ process (:mod:`bench._engine_insert_timing`), statement by statement, the cases 
   (each less a one-row read of spans, which both include), and a one-span body read into the
   ``Null`` table without views.
 
-This is why the writer holds a batch of bodies until it is worth an INSERT
-(``pipeline.writer.BODY_BATCH_MIN_BYTES``) and why, at 8 senders, the engine path loses to the
-Python path. Reported, no target: it says where a change to the views would pay.
+This is why the writer lets bodies gather for a moment (``pipeline.writer.BODY_FILL_S``, up to
+``BODY_BATCH_MIN_BYTES``) and why ``ingest_path = auto`` hands exports to the engine only once
+those in flight fill an INSERT. Reported, no target: it says where a change to the views would pay.
 """
 
 from __future__ import annotations

@@ -34,8 +34,10 @@ from bench import _collector, _payloads, _request_rows
 from bench.ingest import MIB, _Load, _throughput
 
 SECONDS = float(os.environ.get("LATENCYLENS_BENCH_ENGINE_SECONDS") or 20.0)
-SENDERS = 32
-FEW_SENDERS = 8
+SENDERS, FEW_SENDERS = (
+    int(n) for n in (os.environ.get("LATENCYLENS_BENCH_ENGINE_SENDERS") or "32,8").split(",")
+)
+"""The two loads, many senders then few (``LATENCYLENS_BENCH_ENGINE_SENDERS=4,2`` for others)."""
 WARMUP_S = 4.0
 SETTLE_S = 2.0
 PATHS = {"python": "Python path", "engine": "engine path", "auto": "auto path"}
