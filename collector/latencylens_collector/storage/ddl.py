@@ -14,8 +14,10 @@ codec changes; other ``ALTER``s (TTL, settings, indexes, codecs) to the local on
 views read and write local tables; ``INSERT … SELECT`` (a backfill) runs once, through the
 Distributed tables; ``RENAME TABLE`` renames the local tables and puts new Distributed tables in
 front of them (a Distributed table names its local table, so it cannot simply be renamed);
-``DROP VIEW IF EXISTS`` drops a view everywhere. Any other statement is refused for a cluster, so
-a migration nobody taught this module fails loudly instead of creating an unreplicated table.
+``DROP VIEW IF EXISTS`` drops a view everywhere; ``DROP TABLE IF EXISTS`` drops a table's front,
+then its local table everywhere (``SYNC``, so a table created again under that name can take its
+replication path). Any other statement is refused for a cluster, so a migration nobody taught this
+module fails loudly instead of creating an unreplicated table.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _INSERT_SELECT = re.compile(r"^INSERT INTO \w+\.\w+\s.*\bSELECT\b", re.DOTALL)
 _RENAME_TABLE = re.compile(r"^RENAME TABLE (.+)$", re.DOTALL)
 _RENAME_PAIR = re.compile(r"^(\w+)\.(\w+)\s+TO\s+(\w+)\.(\w+)$")
 _DROP_VIEW = re.compile(r"^DROP VIEW IF EXISTS (\w+)\.(\w+)$")
+_DROP_TABLE = re.compile(r"^DROP TABLE IF EXISTS (\w+)\.(\w+)$")
 
 
 @dataclass
@@ -81,6 +84,8 @@ def render(statement: str, topology: Topology) -> list[str]:
         return _rename_tables(match.group(1), topology)
     if match := _DROP_VIEW.match(sql):
         return [f"DROP VIEW IF EXISTS {match.group(1)}.{match.group(2)}{topology.on_cluster}"]
+    if match := _DROP_TABLE.match(sql):
+        return _drop_table(match.group(1), match.group(2), topology)
     raise ValueError(f"cannot render this statement for cluster {topology.cluster}: {sql[:120]!r}")
 
 
@@ -144,6 +149,16 @@ def _rename_tables(pairs_sql: str, topology: Topology) -> list[str]:
         topology.shard_keys[target] = keys[source]
         statements.append(_front(db, target, topology))
     return statements
+
+
+def _drop_table(database: str, table: str, topology: Topology) -> list[str]:
+    """Drop the front first (it holds no data), then the local tables."""
+    names = [table]
+    if table in topology.distributed:
+        topology.distributed.discard(table)
+        topology.shard_keys.pop(table, None)
+        names.append(table + LOCAL_SUFFIX)
+    return [f"DROP TABLE IF EXISTS {database}.{name}{topology.on_cluster} SYNC" for name in names]
 
 
 def _order_key(rest: str) -> str:

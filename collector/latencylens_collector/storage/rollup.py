@@ -21,6 +21,10 @@ may commit before its source's): ``settle`` bounds how long an insert may take f
 time to committing. Every time here is the store's clock (``now64``), like the insert stamps, and a
 build's id is also above every earlier build's of its hour, so the newest build is the one read
 even when the clock has stepped back.
+
+Builds never replace one another: the build is in the rollup's sorting key, so neither a rebuild
+whose record is not written yet nor a build cut between its two inserts can, in a merge, remove
+the rows of the build the hour's record names (migration 0020).
 """
 
 from __future__ import annotations

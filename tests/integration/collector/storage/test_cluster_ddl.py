@@ -105,6 +105,37 @@ def test_inference_parts_migration_on_a_cluster() -> None:
         assert "server_other" in statement
 
 
+def test_rollup_recreated_on_a_cluster() -> None:
+    """0020 recreates the rollup with the build in its sorting key: every hour touched through the
+    front first, then the front and the local tables dropped (SYNC: the new local table takes the
+    same replication path) and both created again, sharded by the new key."""
+    topology = Topology("latencylens", "main")
+    rendered(topology, up_to=19)
+    (migration,) = [m for m in load_migrations() if m.version == 20]
+    statements = migration.rendered(topology)
+    heads = [statement.split("\n")[0] for statement in statements]
+    assert heads == [
+        "INSERT INTO latencylens.requests_touched (project, hour, last_insert)",
+        "DROP TABLE IF EXISTS latencylens.requests_rollup ON CLUSTER main SYNC",
+        "DROP TABLE IF EXISTS latencylens.requests_rollup_local ON CLUSTER main SYNC",
+        "CREATE TABLE IF NOT EXISTS latencylens.requests_rollup_local ON CLUSTER main",
+        "CREATE TABLE IF NOT EXISTS latencylens.requests_rollup ON CLUSTER main AS "
+        "latencylens.requests_rollup_local",
+    ]
+    assert (
+        "ENGINE = ReplicatedReplacingMergeTree("
+        "'/clickhouse/tables/{shard}/latencylens/requests_rollup_local', '{replica}')"
+    ) in statements[3]
+    assert statements[4].endswith(
+        "Distributed(main, latencylens, requests_rollup_local, "
+        "cityHash64(project, kept, hour, build, service, name, model, provider, has_ttft, has_itl))"
+    )
+    # A table that is not distributed (none is, before its CREATE) is dropped as named.
+    assert render("DROP TABLE IF EXISTS db.gone", Topology("db", "c")) == [
+        "DROP TABLE IF EXISTS db.gone ON CLUSTER c SYNC"
+    ]
+
+
 def test_alters_views_and_unknown_statements_on_a_cluster() -> None:
     topology = Topology("db", "c")
     render(
