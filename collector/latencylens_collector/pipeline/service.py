@@ -35,9 +35,10 @@ ENGINE_HOLD_S: Final = 1.0
 """With ``ingest_path = auto``, how long exports keep going to the engine after the exports in
 flight last filled an INSERT. Under a steady load they fall short of it now and then, senders
 being between an answer and their next export (at 8 senders of the benchmark's 310 kB exports,
-7 in flight fill one): without the hold, many of them were decoded in Python between INSERTs, and
-``auto`` served 1.04× the Python path at 8 senders where ``engine`` served 1.50×; with it,
-1.40–1.44× beside ``engine``'s 1.42–1.70× (``bench ingest_engine``, 2026-12-06)."""
+7 in flight fill one): without the hold, many of them were decoded in Python between INSERTs.
+The same rule without it (in a run whose writer also sent batches under 1 MiB back to Python)
+served 1.04× the Python path at 8 senders where ``engine`` served 1.50×; with it, 1.40–1.44×
+beside ``engine``'s 1.42–1.70× (``bench ingest_engine``, 2026-12-06)."""
 
 
 @dataclass(frozen=True)
