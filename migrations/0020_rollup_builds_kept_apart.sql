@@ -4,8 +4,8 @@
 -- whose record was not written yet, replaced the rows of the build its record names, and queries
 -- then read that hour from neither the rollup nor the request rows. Now the build is part of the
 -- sorting key, after the hour (a read of one build skips the others' granules), and only a
--- repeated insert of the same build collapses. Rows of superseded builds stay, unread, until
--- retention drops their day.
+-- repeated insert of the same build collapses. The refresh deletes the rows of superseded builds
+-- (storage/rollup.py, drop_superseded).
 --
 -- ClickHouse cannot change a sorting key in place, and the rollup is derived data: every hour is
 -- first marked touched (so no query trusts a build from here on and the next refreshes rebuild

@@ -152,7 +152,7 @@ def _rename_tables(pairs_sql: str, topology: Topology) -> list[str]:
 
 
 def _drop_table(database: str, table: str, topology: Topology) -> list[str]:
-    """Drop the front first (it holds no data), then the local tables."""
+    """Drop the front first (it holds no data), then the local table."""
     names = [table]
     if table in topology.distributed:
         topology.distributed.discard(table)
@@ -209,6 +209,14 @@ def current_ttl(engine_full: str) -> str | None:
     """The TTL expression in ``system.tables.engine_full``, or None."""
     match = re.search(r"\bTTL (.+?)(?: SETTINGS |$)", engine_full)
     return match.group(1).strip() if match else None
+
+
+def rows_table(database: str, table: str, cluster: str | None) -> str:
+    """Where a statement that deletes stored rows in place runs: the table on one server; on a
+    cluster, its local tables everywhere (a Distributed table takes no ``DELETE``)."""
+    if cluster is None:
+        return f"{database}.{table}"
+    return f"{database}.{table}{LOCAL_SUFFIX} ON CLUSTER {cluster}"
 
 
 # --- bookkeeping ---------------------------------------------------------------------------------

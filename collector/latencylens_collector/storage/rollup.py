@@ -24,7 +24,9 @@ even when the clock has stepped back.
 
 Builds never replace one another: the build is in the rollup's sorting key, so neither a rebuild
 whose record is not written yet nor a build cut between its two inserts can, in a merge, remove
-the rows of the build the hour's record names (migration 0020).
+the rows of the build the hour's record names (migration 0020). A build's rows are deleted once a
+newer build of its hour was recorded and started :data:`SUPERSEDED_AFTER_S` ago: a query reads the
+builds the records named when it planned, a moment before it reads their rows.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from opentelemetry import context as otel_context
 
 from latencylens_collector.analysis.attribution import COMPONENTS
 from latencylens_collector.analysis.records import REQUEST_DIMENSIONS
+from latencylens_collector.storage.ddl import rows_table
 from latencylens_collector.storage.store import Store
 
 _log = logging.getLogger(__name__)
@@ -60,6 +63,12 @@ LEVELS: Final = "0.5, 0.9, 0.95, 0.99"
 """Quantile levels of the stored states, in the order of ``queries._common.QUANTILES``; must match
 the column types of migrations 0011 and 0018."""
 MAX_HOURS_PER_REFRESH: Final = 48
+SUPERSEDED_AFTER_S: Final = 600.0
+"""How long after a newer build of its hour started a build's rows are deleted: far beyond any
+query's run (a query plans with the builds recorded, then reads them) and any clock skew between
+the servers of a cluster worth running (build ids are their store clock's start times)."""
+MAX_DROPPED_PER_REFRESH: Final = 1000
+"""Superseded builds deleted per refresh (one ``DELETE``); older ones wait for the next."""
 DISTINCT_VALUES_CAP: Final = 512
 """A state holds at most about this many distinct values of one latency metric (8 significant
 bits over the four binades most latencies span), however many requests it summarizes."""
@@ -182,6 +191,21 @@ FROM (SELECT kept, sum(requests) AS n, sum(least(requests, {DISTINCT_VALUES_CAP}
 """
 
 
+def _superseded_sql(store: Store) -> str:
+    """(project, hour, build) of rollup rows whose hour has a newer recorded build, started before
+    ``before`` (ns, store clock). Builds above the newest record (cut, or still running) stay."""
+    return f"""
+SELECT r.project AS project, toUnixTimestamp(r.hour) AS hour_s, r.build AS build
+FROM (SELECT DISTINCT project, hour, build FROM {store.table("requests_rollup")}) AS r
+INNER JOIN (SELECT project, hour, max(build) AS newest
+            FROM {store.table("requests_rollup_builds")} GROUP BY project, hour) AS b
+  ON r.project = b.project AND r.hour = b.hour
+WHERE r.build < b.newest AND b.newest < {{before:UInt64}}
+ORDER BY project, hour_s, build
+LIMIT {{limit:UInt32}}
+"""
+
+
 @dataclass(frozen=True)
 class Built:
     project: str
@@ -215,11 +239,32 @@ def build_hour(store: Store, project: str, hour_s: int, settle_s: float) -> Buil
     return Built(project, hour_s)
 
 
+def drop_superseded(store: Store, now_ns: int, after_s: float = SUPERSEDED_AFTER_S) -> int:
+    """Delete the rows of builds superseded by a build started ``after_s`` before ``now_ns`` (store
+    clock) or earlier; returns how many builds' rows went."""
+    before_ns = max(now_ns - int(after_s * NS_PER_S), 0)
+    rows = store.query(_superseded_sql(store), {"before": before_ns, "limit": MAX_DROPPED_PER_REFRESH})
+    if not rows:
+        return 0
+    gone = [(str(row["project"]), int(row["hour_s"]), int(row["build"])) for row in rows]
+    target = rows_table(store.database, "requests_rollup", store.settings.clickhouse_cluster)
+    store.command(
+        f"DELETE FROM {target} WHERE (project, toUnixTimestamp(hour), build) "
+        "IN {gone:Array(Tuple(String, UInt32, UInt64))}",
+        {"gone": gone},
+    )
+    return len(gone)
+
+
 def refresh(store: Store, settle_s: float) -> list[Built]:
-    """Rebuild every stale hour (up to :data:`MAX_HOURS_PER_REFRESH`, newest first)."""
-    built = []
-    for project, hour_s in stale_hours(store, store.now_ns(), settle_s):
-        built.append(build_hour(store, project, hour_s, settle_s))
+    """Rebuild every stale hour (up to :data:`MAX_HOURS_PER_REFRESH`, newest first), then delete
+    the rows of builds superseded long enough ago (:func:`drop_superseded`)."""
+    now_ns = store.now_ns()
+    built = [
+        build_hour(store, project, hour_s, settle_s)
+        for project, hour_s in stale_hours(store, now_ns, settle_s)
+    ]
+    drop_superseded(store, now_ns)
     return built
 
 

@@ -16,6 +16,7 @@ from latencylens_collector.storage.ddl import (
     current_ttl,
     render,
     retention_statement,
+    rows_table,
     schema_migrations_table,
 )
 from latencylens_collector.storage.migrations import (
@@ -130,6 +131,11 @@ def test_rollup_recreated_on_a_cluster() -> None:
         "Distributed(main, latencylens, requests_rollup_local, "
         "cityHash64(project, kept, hour, build, service, name, model, provider, has_ttft, has_itl))"
     )
+    # Rows are deleted in place where they are stored: the local tables on every node.
+    assert rows_table("latencylens", "requests_rollup", "main") == (
+        "latencylens.requests_rollup_local ON CLUSTER main"
+    )
+    assert rows_table("latencylens", "requests_rollup", None) == "latencylens.requests_rollup"
     # A table that is not distributed (none is, before its CREATE) is dropped as named.
     assert render("DROP TABLE IF EXISTS db.gone", Topology("db", "c")) == [
         "DROP TABLE IF EXISTS db.gone ON CLUSTER c SYNC"

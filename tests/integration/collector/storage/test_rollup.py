@@ -359,6 +359,48 @@ def test_a_build_cut_midway_is_never_read(loaded: Store) -> None:
     assert len(rolled_hours(loaded, h0, h0 + 4 * HOUR, ["model"])) == 4
 
 
+def test_rows_of_a_superseded_build_are_deleted_once_it_was_superseded_long_enough(loaded: Store) -> None:
+    """A rebuild leaves the hour's old build beside the new one; its rows go once the new build
+    started :data:`rollup.SUPERSEDED_AFTER_S` ago (store clock), not before. Builds above the
+    newest record (cut, or still running) and other hours' builds stay."""
+    db, h0 = loaded.database, loaded.h0  # type: ignore[attr-defined]
+    hour_s = (h0 + HOUR) // S
+
+    def builds() -> dict[int, list[int]]:
+        rows = loaded.query(
+            f"SELECT toUnixTimestamp(hour) AS h, groupUniqArray(build) AS b "
+            f"FROM {db}.requests_rollup GROUP BY h"
+        )
+        return {int(row["h"]): sorted(row["b"]) for row in rows}
+
+    (old,) = builds()[hour_s]
+    loaded.upsert_requests([late_row(h0)])
+    assert [b.hour_s for b in rollup.refresh(loaded, settle_s=0)] == [hour_s]  # too recent to drop
+    (newest,) = [r["b"] for r in loaded.query(f"SELECT max(build) AS b FROM {db}.requests_rollup_builds")]
+    loaded.command(
+        # (In the subquery: beside ``REPLACE (… AS build)`` a WHERE would read the new build.)
+        f"INSERT INTO {db}.requests_rollup SELECT * REPLACE (build + 1 AS build) FROM (SELECT * "
+        f"FROM {db}.requests_rollup WHERE hour = toDateTime({{h:UInt32}}, 'UTC') AND build = {{b:UInt64}})",
+        {"h": hour_s, "b": newest},
+    )
+    before = builds()
+    assert before[hour_s] == [old, newest, newest + 1]
+
+    after_ns = int(rollup.SUPERSEDED_AFTER_S * 1e9)
+    assert rollup.drop_superseded(loaded, now_ns=newest + after_ns) == 0
+    assert rollup.drop_superseded(loaded, now_ns=newest + after_ns + 1) == 1
+    assert builds() == {**before, hour_s: [newest, newest + 1]}
+    assert rollup.drop_superseded(loaded, now_ns=newest + after_ns + 1) == 0
+
+    now = datetime.now(timezone.utc)
+    args = dict(now=now, since=str(h0 / 1e9), until=str((h0 + 4 * HOUR) / 1e9), by=["model"])
+    assert len(rolled_hours(loaded, h0, h0 + 4 * HOUR, ["model"])) == 4
+    same_stats(
+        queries.stats(loaded, "default", rollup="always", **args),
+        queries.stats(loaded, "default", rollup="never", **args),
+    )
+
+
 def test_a_failed_refresh_is_logged_and_queries_read_rows(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
