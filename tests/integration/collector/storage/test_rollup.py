@@ -23,7 +23,7 @@ from latencylens_collector.queries.responses import StatsResponse
 from latencylens_collector.queries.scope import NO_FILTERS, Filters
 from latencylens_collector.queries.times import window
 from latencylens_collector.storage import rollup
-from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.store import StorageError, Store
 
 HOUR = 3600 * S
 MODELS = ("m1", "m2", "m3")
@@ -399,6 +399,36 @@ def test_rows_of_a_superseded_build_are_deleted_once_it_was_superseded_long_enou
         queries.stats(loaded, "default", rollup="always", **args),
         queries.stats(loaded, "default", rollup="never", **args),
     )
+
+
+def test_a_refused_delete_of_superseded_builds_loses_nothing_and_is_retried(loaded: Store) -> None:
+    """ClickHouse refusing the DELETE (here: the table has a projection, which a lightweight delete
+    refuses by default) is a storage error saying why; the rollup's rows all stay, queries read the
+    recorded builds, and the next attempt, once ClickHouse accepts, deletes the superseded one."""
+    db, h0 = loaded.database, loaded.h0  # type: ignore[attr-defined]
+    loaded.command(
+        f"ALTER TABLE {db}.requests_rollup MODIFY SETTING deduplicate_merge_projection_mode = 'drop'"
+    )
+    loaded.command(f"ALTER TABLE {db}.requests_rollup ADD PROJECTION by_build (SELECT build ORDER BY build)")
+    loaded.upsert_requests([late_row(h0)])
+    assert len(rollup.refresh(loaded, settle_s=0)) == 1  # hour h0 + 1 h rebuilt: its old build superseded
+    (newest,) = [r["b"] for r in loaded.query(f"SELECT max(build) AS b FROM {db}.requests_rollup_builds")]
+    rows_before = loaded.query(f"SELECT count() AS n FROM {db}.requests_rollup")
+    later_ns = newest + int(rollup.SUPERSEDED_AFTER_S * 1e9) + 1
+
+    with pytest.raises(StorageError, match="has projections"):
+        rollup.drop_superseded(loaded, now_ns=later_ns)
+    assert loaded.query(f"SELECT count() AS n FROM {db}.requests_rollup") == rows_before
+    now = datetime.now(timezone.utc)
+    args = dict(now=now, since=str(h0 / 1e9), until=str((h0 + 4 * HOUR) / 1e9), by=["model"])
+    assert len(rolled_hours(loaded, h0, h0 + 4 * HOUR, ["model"])) == 4
+    same_stats(
+        queries.stats(loaded, "default", rollup="always", **args),
+        queries.stats(loaded, "default", rollup="never", **args),
+    )
+
+    loaded.command(f"ALTER TABLE {db}.requests_rollup DROP PROJECTION by_build")
+    assert rollup.drop_superseded(loaded, now_ns=later_ns) == 1
 
 
 def test_a_failed_refresh_is_logged_and_queries_read_rows(
