@@ -201,6 +201,29 @@ def test_while_a_batch_has_its_rows_built_the_next_takes_half_of_what_waits(engi
     assert ingestor.bodies_per_insert == [1, 4, 4]
 
 
+def test_what_half_would_leave_behind_under_an_inserts_worth_goes_along(engine: Any) -> None:
+    """One body (≈ 0.87 MB) is being inserted while four more queue (≈ 3.5 MB). Half of the five
+    (≈ 2.2 MB) is two bodies; the two left (≈ 1.7 MB) are under BODY_BATCH_MIN_BYTES (2 MiB), too
+    few for an INSERT of their own: they would only wait one INSERT more. So the next batch takes
+    all four. (At 32 senders the bound was 31 of the 32 queued every round, and the one left made
+    the p99.)"""
+    pipeline, _ = engine(HeldFirstInsert)
+    ingestor = pipeline.writer.ingestor
+    assert isinstance(ingestor, HeldFirstInsert)
+    bodies = [chat_body(900)] * 5
+    size = len(bodies[0])
+    assert 2 * size < max(BODY_BATCH_MIN_BYTES, 5 * size // 2) < 3 * size  # half: two bodies
+    assert 2 * size < BODY_BATCH_MIN_BYTES  # what half leaves: under an INSERT's worth
+    first = pipeline.submit_body(bodies[0], "default", body_limits())
+    while pipeline.queue.bytes:  # until the writer took it
+        time.sleep(0.01)
+    rest = [pipeline.submit_body(b, "default", body_limits()) for b in bodies[1:]]
+    ingestor.release.set()
+    answers = [ticket.future.result(timeout=120) for ticket in [first, *rest]]
+    assert answers == [Outcome.STORED] * 5
+    assert ingestor.bodies_per_insert == [1, 4]
+
+
 def test_a_batch_waiting_for_its_rows_is_answered_while_span_exports_keep_coming(engine: Any) -> None:
     """After a batch of bodies, only decoded exports (OTLP/JSON takes the Python path) arrive, one
     every few ms, so the writer never finds the queue empty: the bodies' exports must still be
