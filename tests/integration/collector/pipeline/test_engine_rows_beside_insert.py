@@ -182,23 +182,29 @@ class HeldFirstInsert(Ingestor):
         return super().insert_bodies(bodies, batch_id)
 
 
-def test_while_a_batch_has_its_rows_built_the_next_takes_half_of_what_waits(engine: Any) -> None:
-    """The next INSERT runs beside the last batch's build: batches of equal size keep both busy.
-    One body (≈ 0.87 MB) is being inserted while eight more queue: the next batch takes half of
-    the nine's bytes (≈ 3.9 MB, over BODY_BATCH_MIN_BYTES), so four bodies, then the other four."""
+def bodies_per_insert(engine: Any, bodies: list[bytes]) -> list[int]:
+    """How many bodies each INSERT took when the first body is being inserted while the others
+    queue (every export answered STORED: a body sent again is stored once, answered each time)."""
     pipeline, _ = engine(HeldFirstInsert)
     ingestor = pipeline.writer.ingestor
     assert isinstance(ingestor, HeldFirstInsert)
-    bodies = [chat_body(900)] * 9  # sent again: stored once (the spans collapse), answered each time
-    assert 4 * len(bodies[0]) > BODY_BATCH_MIN_BYTES
     first = pipeline.submit_body(bodies[0], "default", body_limits())
     while pipeline.queue.bytes:  # until the writer took it
         time.sleep(0.01)
     rest = [pipeline.submit_body(b, "default", body_limits()) for b in bodies[1:]]
     ingestor.release.set()
     answers = [ticket.future.result(timeout=120) for ticket in [first, *rest]]
-    assert answers == [Outcome.STORED] * 9
-    assert ingestor.bodies_per_insert == [1, 4, 4]
+    assert answers == [Outcome.STORED] * len(bodies)
+    return ingestor.bodies_per_insert
+
+
+def test_while_a_batch_has_its_rows_built_the_next_takes_half_of_what_waits(engine: Any) -> None:
+    """The next INSERT runs beside the last batch's build: batches of equal size keep both busy.
+    One body (≈ 0.87 MB) is being inserted while eight more queue: the next batch takes half of
+    the nine's bytes (≈ 3.9 MB, over BODY_BATCH_MIN_BYTES), so four bodies, then the other four."""
+    bodies = [chat_body(900)] * 9
+    assert 4 * len(bodies[0]) > BODY_BATCH_MIN_BYTES
+    assert bodies_per_insert(engine, bodies) == [1, 4, 4]
 
 
 def test_what_half_would_leave_behind_under_an_inserts_worth_goes_along(engine: Any) -> None:
@@ -207,21 +213,11 @@ def test_what_half_would_leave_behind_under_an_inserts_worth_goes_along(engine: 
     few for an INSERT of their own: they would only wait one INSERT more. So the next batch takes
     all four. (At 32 senders the bound was 31 of the 32 queued every round, and the one left made
     the p99.)"""
-    pipeline, _ = engine(HeldFirstInsert)
-    ingestor = pipeline.writer.ingestor
-    assert isinstance(ingestor, HeldFirstInsert)
     bodies = [chat_body(900)] * 5
     size = len(bodies[0])
     assert 2 * size < max(BODY_BATCH_MIN_BYTES, 5 * size // 2) < 3 * size  # half: two bodies
     assert 2 * size < BODY_BATCH_MIN_BYTES  # what half leaves: under an INSERT's worth
-    first = pipeline.submit_body(bodies[0], "default", body_limits())
-    while pipeline.queue.bytes:  # until the writer took it
-        time.sleep(0.01)
-    rest = [pipeline.submit_body(b, "default", body_limits()) for b in bodies[1:]]
-    ingestor.release.set()
-    answers = [ticket.future.result(timeout=120) for ticket in [first, *rest]]
-    assert answers == [Outcome.STORED] * 5
-    assert ingestor.bodies_per_insert == [1, 4]
+    assert bodies_per_insert(engine, bodies) == [1, 4]
 
 
 def test_a_batch_waiting_for_its_rows_is_answered_while_span_exports_keep_coming(engine: Any) -> None:
