@@ -87,6 +87,17 @@ def same_stats(a: StatsResponse, b: StatsResponse) -> None:
         )
 
 
+def rollup_reads_as_rows(store: Store, since_ns: int, until_ns: int) -> None:
+    """Stats by model over the window are the same from the rollup as from the request rows."""
+    args = dict(
+        now=datetime.now(timezone.utc), since=str(since_ns / 1e9), until=str(until_ns / 1e9), by=["model"]
+    )
+    same_stats(
+        queries.stats(store, "default", rollup="always", **args),
+        queries.stats(store, "default", rollup="never", **args),
+    )
+
+
 def rolled_hours(store: Store, since_ns: int, until_ns: int, by: list[str], filters: Filters = NO_FILTERS):
     now = datetime.now(timezone.utc)
     span = window(now, str(since_ns / 1e9), str(until_ns / 1e9))
@@ -262,12 +273,7 @@ def test_the_newest_build_is_read_after_the_clock_stepped_back(loaded: Store) ->
     )
     assert newest["covers_us"] * 1000 < newest["build"] - HOUR // 2  # started on the clock as it reads
     assert len(rolled_hours(loaded, since, until, ["model"])) == 4
-    now = datetime.now(timezone.utc)
-    args = dict(now=now, since=str(since / 1e9), until=str(until / 1e9), by=["model"])
-    same_stats(
-        queries.stats(loaded, "default", rollup="always", **args),
-        queries.stats(loaded, "default", rollup="never", **args),
-    )
+    rollup_reads_as_rows(loaded, since, until)
     assert rollup.refresh(loaded, settle_s=0) == []
 
 
@@ -392,13 +398,8 @@ def test_rows_of_a_superseded_build_are_deleted_once_it_was_superseded_long_enou
     assert builds() == {**before, hour_s: [newest, newest + 1]}
     assert rollup.drop_superseded(loaded, now_ns=newest + after_ns + 1) == 0
 
-    now = datetime.now(timezone.utc)
-    args = dict(now=now, since=str(h0 / 1e9), until=str((h0 + 4 * HOUR) / 1e9), by=["model"])
     assert len(rolled_hours(loaded, h0, h0 + 4 * HOUR, ["model"])) == 4
-    same_stats(
-        queries.stats(loaded, "default", rollup="always", **args),
-        queries.stats(loaded, "default", rollup="never", **args),
-    )
+    rollup_reads_as_rows(loaded, h0, h0 + 4 * HOUR)
 
 
 def test_a_refused_delete_of_superseded_builds_loses_nothing_and_is_retried(loaded: Store) -> None:
@@ -419,13 +420,8 @@ def test_a_refused_delete_of_superseded_builds_loses_nothing_and_is_retried(load
     with pytest.raises(StorageError, match="has projections"):
         rollup.drop_superseded(loaded, now_ns=later_ns)
     assert loaded.query(f"SELECT count() AS n FROM {db}.requests_rollup") == rows_before
-    now = datetime.now(timezone.utc)
-    args = dict(now=now, since=str(h0 / 1e9), until=str((h0 + 4 * HOUR) / 1e9), by=["model"])
     assert len(rolled_hours(loaded, h0, h0 + 4 * HOUR, ["model"])) == 4
-    same_stats(
-        queries.stats(loaded, "default", rollup="always", **args),
-        queries.stats(loaded, "default", rollup="never", **args),
-    )
+    rollup_reads_as_rows(loaded, h0, h0 + 4 * HOUR)
 
     loaded.command(f"ALTER TABLE {db}.requests_rollup DROP PROJECTION by_build")
     assert rollup.drop_superseded(loaded, now_ns=later_ns) == 1
