@@ -153,11 +153,10 @@ def _rename_tables(pairs_sql: str, topology: Topology) -> list[str]:
 
 def _drop_table(database: str, table: str, topology: Topology) -> list[str]:
     """Drop the front first (it holds no data), then the local table."""
-    names = [table]
-    if table in topology.distributed:
-        topology.distributed.discard(table)
-        topology.shard_keys.pop(table, None)
-        names.append(table + LOCAL_SUFFIX)
+    local = topology.local(table)
+    topology.distributed.discard(table)
+    topology.shard_keys.pop(table, None)
+    names = [table] if local == table else [table, local]
     return [f"DROP TABLE IF EXISTS {database}.{name}{topology.on_cluster} SYNC" for name in names]
 
 
