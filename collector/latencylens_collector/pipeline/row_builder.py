@@ -18,7 +18,8 @@ a chain's last piece and waiting ~2 s for the chain's row).
 The build itself runs in a worker process (:mod:`.row_processes`), so it does not share the
 GIL with the writer and the receivers either; this thread waits for it with the GIL released.
 The engine path hands over the same way a project's rows after an INSERT of bodies, read back
-here too (:meth:`RowBuilder.submit_stored`), when they are that large while another project sends.
+here too (:meth:`RowBuilder.submit_stored`), when they are that large while another project sends,
+and has the rows it built beside its next INSERT written here (:meth:`RowBuilder.submit_built`).
 At most one build runs and one waits: a writer with a third to hand waits, so the rows never
 fall far behind the spans. A build that fails loses no span (they are stored): it is logged,
 the exports are answered as stored, and the reconciler rebuilds the rows once the traces settle.
@@ -37,7 +38,7 @@ from typing import NamedTuple
 
 from opentelemetry import context as otel_context
 
-from latencylens_collector.analysis.row_work import ReadBack
+from latencylens_collector.analysis.row_work import BuiltRows, ReadBack
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
 from latencylens_collector.pipeline.row_processes import RowProcess
 
@@ -84,13 +85,27 @@ class RowBuilder:
         here with ``read_back``; ``charge`` is called with the CPU time spent on them."""
         return self._submit(_Job(partial(self._write_stored, read_back), spans, charge))
 
+    def submit_built(self, built: BuiltRows, charge: Callable[[float], None]) -> Future[int] | None:
+        """Write rows built elsewhere: the engine path's, built in the worker beside the writer's
+        next INSERT, are written here while the writer goes on to the batch after; ``charge`` is
+        called with the CPU time of the write. None, and nothing handed over, when work waits
+        here already: the caller writes them itself rather than wait."""
+        future: Future[int] = Future()
+        try:
+            self._jobs.put_nowait((_Job(partial(self._write_built, built), built.spans, charge), future))
+        except queue.Full:
+            return None
+        return future
+
     def _submit(self, job: _Job) -> Future[int]:
         future: Future[int] = Future()
         self._jobs.put((job, future))
         return future
 
     def _write_stored(self, read_back: Callable[[], ReadBack]) -> int:
-        built = self.process.start(read_back()).result()
+        return self._write_built(self.process.start(read_back()).result())
+
+    def _write_built(self, built: BuiltRows) -> int:
         self.ingestor.write_built(built)
         return built.live
 

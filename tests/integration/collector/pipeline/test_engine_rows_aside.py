@@ -125,15 +125,16 @@ def test_a_project_sending_alone_keeps_its_rows_built_beside_the_next_insert(
     engine: tuple[Pipeline, Store, HeldRows],
 ) -> None:
     """With no other project to protect, a large batch's rows (1,200 spans, over BODY_ROWS_HERE)
-    stay the writer's to write after its next INSERT (built in the worker meanwhile), which keeps
-    its batches large; its export is answered once its spans are stored, before its rows."""
+    stay beside the writer's next INSERT (built in the worker meanwhile, then handed to the row
+    builder's thread to write while the writer goes on), which keeps its batches large; its export
+    is answered once its spans are stored, before its rows (aside, it would wait for them)."""
     pipeline, store, ingestor = engine
     assert ALONE_TRACES * 4 > BODY_ROWS_HERE
     heavy = submit(pipeline, "heavy", ALONE_TRACES)
     assert heavy.result(timeout=WAIT_S) is Outcome.STORED
     assert stored_spans_by_project(store) == {"heavy": 1_200}
     assert ingestor.building.wait(WAIT_S)
-    assert ingestor.held_in == ["latencylens-writer"]
+    assert ingestor.held_in == ["latencylens-rows"]
     assert row_spans_by_project(store) == {}
     ingestor.go.set()
     wait_until(lambda: row_spans_by_project(store) == {"heavy": 1_200}, what="the heavy rows")
