@@ -90,16 +90,15 @@ class RowBuilder:
         next INSERT, are written here while the writer goes on to the batch after; ``charge`` is
         called with the CPU time of the write. None, and nothing handed over, when work waits
         here already: the caller writes them itself rather than wait."""
-        future: Future[int] = Future()
         try:
-            self._jobs.put_nowait((_Job(partial(self._write_built, built), built.spans, charge), future))
+            return self._submit(_Job(partial(self._write_built, built), built.spans, charge), block=False)
         except queue.Full:
             return None
-        return future
 
-    def _submit(self, job: _Job) -> Future[int]:
+    def _submit(self, job: _Job, block: bool = True) -> Future[int]:
+        """Hand ``job`` to the thread; without ``block``, raise ``queue.Full`` rather than wait."""
         future: Future[int] = Future()
-        self._jobs.put((job, future))
+        self._jobs.put((job, future), block=block)
         return future
 
     def _write_stored(self, read_back: Callable[[], ReadBack]) -> int:

@@ -436,10 +436,8 @@ class Writer:
         if not pending.answered:
             self._write_body_rows(pending)
             return
-        try:
-            built = pending.rows.result()
-        except Exception as exc:
-            _log.error("building the request rows of %d export bodies failed: %s", len(pending.tickets), exc)
+        built = _built(pending)
+        if built is None:
             return
         if self._rows.submit_built(built, partial(self._charge_built, pending.tickets, built)) is None:
             self._write_built(pending.tickets, built)
@@ -449,11 +447,8 @@ class Writer:
 
     def _write_body_rows(self, pending: _BodyRows) -> None:
         """Write these exports' rows (waiting for their build) and answer them, if not yet."""
-        try:
-            built = pending.rows.result()
-        except Exception as exc:
-            _log.error("building the request rows of %d export bodies failed: %s", len(pending.tickets), exc)
-        else:
+        built = _built(pending)
+        if built is not None:
             self._write_built(pending.tickets, built)
         if not pending.answered:
             _resolve(pending.tickets, Outcome.STORED)
@@ -596,6 +591,15 @@ class _Pieces:
 
 _NO_PIECES: Final = _Pieces()
 """A batch of whole exports (the usual case; a spooled batch's replay too)."""
+
+
+def _built(pending: _BodyRows) -> BuiltRows | None:
+    """The exports' rows once built (waiting for the build); None when it failed (logged)."""
+    try:
+        return pending.rows.result()
+    except Exception as exc:
+        _log.error("building the request rows of %d export bodies failed: %s", len(pending.tickets), exc)
+        return None
 
 
 def _resolve_all(tickets: Sequence[Ticket], outcome: Outcome) -> None:

@@ -21,9 +21,10 @@ import pytest
 from pipeline_helpers import export, row_spans_by_project, stored_spans_by_project, wait_until
 
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.analysis.row_work import RowBuild, build_rows
+from latencylens_collector.analysis.row_work import BuiltRows, RowBuild, TraceToBuild, build_rows
 from latencylens_collector.pipeline import Outcome, Pipeline
 from latencylens_collector.pipeline.ingest import Ingestor, RowsToWrite
+from latencylens_collector.pipeline.row_builder import RowBuilder
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.store import StorageError, Store
 
@@ -173,3 +174,53 @@ def test_rows_that_fail_to_build_lose_no_span(held: tuple[Store, Settings]) -> N
     assert stored_spans_by_project(store) == {"big": 3_000, "after": 10}
     assert row_spans_by_project(store) == {"after": 10}
     store.close()
+
+
+class HeldWrites(Ingestor):
+    """The real ingestor; each write of built rows waits for :attr:`go`, after saying it started."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.go, self.writing = threading.Event(), threading.Event()
+
+    def write_built(self, built: BuiltRows) -> None:
+        self.writing.set()
+        assert self.go.wait(WAIT_S)
+        super().write_built(built)
+
+
+def test_rows_built_elsewhere_are_handed_over_only_when_no_work_waits(held: tuple[Store, Settings]) -> None:
+    """The engine path's writer hands the rows its worker built to the row builder's thread and
+    goes on; when a hand-over already waits there, it is told so (None) and writes them itself,
+    never waiting for that thread."""
+    store, _ = held
+    ingestor = HeldWrites(store)
+    builder = RowBuilder(ingestor, lambda todo, cpu_s: None)
+    builder.start()
+    charged: list[float] = []
+    try:
+        first, second, third = (build_rows([_trace(project, 0)]) for project in ("first", "second", "third"))
+        written = builder.submit_built(first, charged.append)
+        assert written is not None
+        assert ingestor.writing.wait(WAIT_S)  # the thread writes the first and waits for the test
+        waiting = builder.submit_built(second, charged.append)
+        assert waiting is not None  # queued behind it
+        handed: list[object] = []  # the third hand-over, from a thread of its own: it must not wait
+        handing = threading.Thread(target=lambda: handed.append(builder.submit_built(third, charged.append)))
+        handing.start()
+        handing.join(WAIT_S)
+        assert handed == [None]  # nothing handed over
+        ingestor.go.set()
+        assert written.result(timeout=WAIT_S) == first.live == 1
+        assert waiting.result(timeout=WAIT_S) == second.live == 1
+    finally:
+        ingestor.go.set()
+        builder.stop()
+    assert len(charged) == 2
+    assert row_spans_by_project(store) == {"first": 10, "second": 10}
+    store.close()
+
+
+def _trace(project: str, number: int) -> TraceToBuild:
+    spans = export(project, number)
+    return TraceToBuild(spans, max(span.start_ns for span in spans) // 1_000)
