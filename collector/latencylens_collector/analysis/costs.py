@@ -164,30 +164,32 @@ def _call_nano_usd(call: CallUsage, at_ns: int, configured: Mapping[str, float] 
     inputs, outputs, cached = call.input_tokens, call.output_tokens, call.cached_tokens
     if inputs is None or outputs is None or inputs < 0 or outputs < 0:
         return None
-    if cached is not None:
-        return _priced(call, inputs, cached, outputs, at_ns, configured) if 0 <= cached <= inputs else None
-    # Cache reads not reported: the price is still known when it does not depend on them.
-    none_cached = _priced(call, inputs, 0, outputs, at_ns, configured)
-    return none_cached if none_cached == _priced(call, inputs, inputs, outputs, at_ns, configured) else None
-
-
-def _priced(
-    call: CallUsage,
-    inputs: int,
-    cached: int,
-    outputs: int,
-    at_ns: int,
-    configured: Mapping[str, float] | None,
-) -> int | None:
-    if configured is not None:
-        return round(configured_cost_usd(configured, inputs, cached, outputs) * NANO_USD_PER_USD)
-    rates = _model_rates(call.provider, call.model, at_ns // _DAY_NS)
-    if rates is None:
+    if cached is not None and not 0 <= cached <= inputs:
         return None
-    if isinstance(rates, _Rates):
-        total = (inputs - cached) * rates.input + cached * rates.cached + outputs * rates.output
+    price: Any = configured
+    is_configured = configured is not None
+    if configured is None:
+        price = _model_rates(call.provider, call.model, at_ns // _DAY_NS)
+        if price is None:
+            return None
+        if cached is None and isinstance(price, _Rates) and price.cached == price.input:
+            cached = 0  # cache reads cost what uncached input does: the price cannot depend on them
+    if cached is not None:
+        return _priced(price, is_configured, inputs, cached, outputs)
+    # Cache reads not reported: the price is still known when it does not depend on them.
+    none_cached = _priced(price, is_configured, inputs, 0, outputs)
+    all_cached = _priced(price, is_configured, inputs, inputs, outputs)
+    return none_cached if none_cached == all_cached else None
+
+
+def _priced(price: Any, configured: bool, inputs: int, cached: int, outputs: int) -> int:
+    """Nano-dollars at ``price``: a configured price (``configured``), or :func:`_model_rates`'."""
+    if configured:
+        return round(configured_cost_usd(price, inputs, cached, outputs) * NANO_USD_PER_USD)
+    if isinstance(price, _Rates):
+        total = (inputs - cached) * price.input + cached * price.cached + outputs * price.output
     else:  # tiered by input length: genai-prices does the arithmetic
-        total = rates.calc_price(_usage(inputs, cached, outputs))["total_price"] * NANO_USD_PER_USD
+        total = price.calc_price(_usage(inputs, cached, outputs))["total_price"] * NANO_USD_PER_USD
     return int(total.to_integral_value())
 
 
