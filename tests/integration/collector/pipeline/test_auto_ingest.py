@@ -21,6 +21,7 @@ from pipeline_helpers import (
     chat_body,
     engine_bodies,
     grpc_target,
+    row_spans_by_project,
     sent_while_the_writer_waits,
     span_counts,
     wait_until,
@@ -261,6 +262,8 @@ def test_a_burst_of_large_exports_is_stored_once_with_the_python_paths_rows(star
     for running in (auto, python):
         counts = span_counts(running.store)
         assert counts["final"] == counts["distinct_keys"] == 16 * 500 * 4
+    # The engine's exports are answered once their spans are stored; their rows may follow.
+    wait_until(lambda: sum(row_spans_by_project(auto.store).values()) >= 16 * 500 * 4, 60, "auto's rows")
     rows = {  # every column but when the row was computed and its version (insert stamps)
         name: running.store.query(
             f"SELECT * EXCEPT (computed_at, version) FROM {running.store.table('requests')} FINAL "
@@ -304,9 +307,16 @@ def test_the_grpc_receiver_hands_exports_to_the_engine_once_enough_are_in_flight
     assert 12 <= handed["stored"] == sum(handed.values()) <= 16
     counts = span_counts(running.store)
     assert counts["final"] == counts["distinct_keys"] == 16 * 500 * 4
-    [row] = running.store.query(
-        "SELECT count() AS n, countIf(e2e_ns = {e2e:Int64}) AS whole "
-        f"FROM {running.store.table('requests')} FINAL WHERE NOT is_deleted",
-        {"e2e": 1000 * MS},
-    )
-    assert (int(row["n"]), int(row["whole"])) == (16 * 500, 16 * 500)
+
+    def rows() -> tuple[int, int]:
+        [row] = running.store.query(
+            "SELECT count() AS n, countIf(e2e_ns = {e2e:Int64}) AS whole "
+            f"FROM {running.store.table('requests')} FINAL WHERE NOT is_deleted",
+            {"e2e": 1000 * MS},
+        )
+        return int(row["n"]), int(row["whole"])
+
+    # The engine's exports are answered once their spans are stored; their rows follow (built in
+    # the worker, then written by the row builder's thread), so they may land after the answers.
+    wait_until(lambda: rows()[0] >= 16 * 500, 60, "every trace's request row")
+    assert rows() == (16 * 500, 16 * 500)
