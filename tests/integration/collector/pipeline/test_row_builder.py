@@ -224,3 +224,41 @@ def test_rows_built_elsewhere_are_handed_over_only_when_no_work_waits(held: tupl
 def _trace(project: str, number: int) -> TraceToBuild:
     spans = export(project, number)
     return TraceToBuild(spans, max(span.start_ns for span in spans) // 1_000)
+
+
+class RefusedWrites(Ingestor):
+    """The real ingestor; its first write of built rows is refused, as by a ClickHouse that is down."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.refusals = 1
+
+    def write_built(self, built: BuiltRows) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise StorageError("refused for the test")
+        super().write_built(built)
+
+
+def test_rows_handed_over_that_fail_to_write_are_logged_and_the_thread_goes_on(
+    held: tuple[Store, Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write of handed-over rows that fails loses no span (they are stored before): the failure
+    is logged, its CPU time still charged, and the next hand-over is written."""
+    store, _ = held
+    builder = RowBuilder(RefusedWrites(store), lambda todo, cpu_s: None)
+    builder.start()
+    charged: list[float] = []
+    try:
+        refused = builder.submit_built(build_rows([_trace("refused", 0)]), charged.append)
+        assert refused is not None
+        with pytest.raises(StorageError):
+            refused.result(timeout=WAIT_S)
+        written = builder.submit_built(build_rows([_trace("written", 0)]), charged.append)
+        assert written is not None and written.result(timeout=WAIT_S) == 1
+    finally:
+        builder.stop()
+    assert len(charged) == 2
+    assert "writing the request rows of 10 spans failed" in caplog.text
+    assert row_spans_by_project(store) == {"written": 10}
+    store.close()
