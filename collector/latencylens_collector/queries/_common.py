@@ -52,4 +52,3 @@ def finite_int(value: Any) -> int | None:
         return None
     number = float(value)
     return None if number != number else round(number)
-

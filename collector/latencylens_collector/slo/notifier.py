@@ -67,15 +67,12 @@ class Notice:
         verb = "FIRING" if self.state == "firing" else "RESOLVED"
         value = format_ns(self.value_ns) if self.value_ns is not None else "no value"
         text = (
-            f"[{verb}] SLO {self.slo_name}: {self.metric} {value} "
-            f"(threshold {format_ns(self.threshold_ns)})"
+            f"[{verb}] SLO {self.slo_name}: {self.metric} {value} (threshold {format_ns(self.threshold_ns)})"
         )
         if self.burn_rate is not None:
             text += f", burn rate {self.burn_rate:.1f}×"
         if self.dominant_component and self.dominant_delta_ns is not None:
-            text += (
-                f"; cause: {self.dominant_component} {signed(self.dominant_delta_ns)} vs previous window"
-            )
+            text += f"; cause: {self.dominant_component} {signed(self.dominant_delta_ns)} vs previous window"
         return text
 
 
