@@ -14,6 +14,10 @@ hash it was built from: a source edited since the build runs as Python until the
 as a stale extension. Without a C compiler or mypyc, the build says so and the collector runs the
 Python modules. ``LATENCYLENS_PURE_PYTHON=1`` keeps the Python modules in a process whatever is
 built (the equality test compares both).
+
+A class these modules build per span or per call writes its own ``__init__`` (a dataclass with
+``init=False``, or a plain class): mypyc compiles that, while the ``__init__`` a dataclass
+generates stays interpreted Python. Six such classes took about 1 µs of the build's 10 µs a span.
 """
 
 from __future__ import annotations

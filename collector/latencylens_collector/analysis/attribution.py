@@ -27,7 +27,7 @@ Invariants (tests/attribution checks each):
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # Components, in display order. "application" is retrieval + tool + app_other.
 RETRIEVAL = "retrieval"
@@ -69,7 +69,11 @@ KIND_TOOL = "tool"
 _SELF_COMPONENT = {KIND_RETRIEVAL: RETRIEVAL, KIND_TOOL: TOOL}
 
 
-@dataclass(slots=True)
+# The classes below, built per span, per call or per request, write their own ``__init__``: mypyc
+# compiles it, while the one a dataclass generates runs as Python (see :mod:`._compiled`).
+
+
+@dataclass(slots=True, init=False)
 class ModelTiming:
     """What is known about one model call beyond its duration. All values integer ns or None.
     Read-only by convention, not frozen: one is built per model span of every trace, and a frozen
@@ -81,25 +85,48 @@ class ModelTiming:
     when neither ``prefill_ns`` nor ``decode_ns`` is known (the finer split wins).
     """
 
-    queue_ns: int | None = None
-    prefill_ns: int | None = None
-    decode_ns: int | None = None
-    server_total_ns: int | None = None
-    inference_ns: int | None = None
-    first_content_ns: int | None = None
-    last_chunk_ns: int | None = None
+    queue_ns: int | None
+    prefill_ns: int | None
+    decode_ns: int | None
+    server_total_ns: int | None
+    inference_ns: int | None
+    first_content_ns: int | None
+    last_chunk_ns: int | None
+
+    def __init__(
+        self,
+        queue_ns: int | None = None,
+        prefill_ns: int | None = None,
+        decode_ns: int | None = None,
+        server_total_ns: int | None = None,
+        inference_ns: int | None = None,
+        first_content_ns: int | None = None,
+        last_chunk_ns: int | None = None,
+    ) -> None:
+        self.queue_ns = queue_ns
+        self.prefill_ns = prefill_ns
+        self.decode_ns = decode_ns
+        self.server_total_ns = server_total_ns
+        self.inference_ns = inference_ns
+        self.first_content_ns = first_content_ns
+        self.last_chunk_ns = last_chunk_ns
 
 
-@dataclass
+@dataclass(init=False)
 class ModelCallParts:
     """One model call's duration split into parts that sum to it exactly."""
 
     parts: dict[str, int]
     provenance: dict[str, str]
-    inconsistent: bool = False
+    inconsistent: bool
+
+    def __init__(self, parts: dict[str, int], provenance: dict[str, str], inconsistent: bool = False) -> None:
+        self.parts = parts
+        self.provenance = provenance
+        self.inconsistent = inconsistent
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SpanNode:
     """The little a span needs for attribution. Times are absolute integer ns. Read-only by
     convention, not frozen, as :class:`ModelTiming` (one per span of every trace)."""
@@ -108,11 +135,27 @@ class SpanNode:
     parent_id: str | None
     start_ns: int
     end_ns: int
-    kind: str = "other"
-    timing: ModelTiming | None = None
+    kind: str
+    timing: ModelTiming | None
+
+    def __init__(
+        self,
+        span_id: str,
+        parent_id: str | None,
+        start_ns: int,
+        end_ns: int,
+        kind: str = "other",
+        timing: ModelTiming | None = None,
+    ) -> None:
+        self.span_id = span_id
+        self.parent_id = parent_id
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.kind = kind
+        self.timing = timing
 
 
-@dataclass
+@dataclass(init=False)
 class RequestBreakdown:
     """A request's end-to-end time, attributed."""
 
@@ -124,10 +167,30 @@ class RequestBreakdown:
     """Exclusive time per component summed over all spans; parallel work counts in full."""
     provenance: dict[str, str]
     inconsistent: bool
-    span_critical_ns: dict[str, int] = field(default_factory=dict)
+    span_critical_ns: dict[str, int]
     """Per span: ns of the critical path it owns (its share of the request)."""
-    span_self_ns: dict[str, int] = field(default_factory=dict)
+    span_self_ns: dict[str, int]
     """Per span: its exclusive time (duration minus the union of its clipped children)."""
+
+    def __init__(
+        self,
+        root_span_id: str,
+        e2e_ns: int,
+        parts: dict[str, int],
+        busy: dict[str, int],
+        provenance: dict[str, str],
+        inconsistent: bool,
+        span_critical_ns: dict[str, int] | None = None,
+        span_self_ns: dict[str, int] | None = None,
+    ) -> None:
+        self.root_span_id = root_span_id
+        self.e2e_ns = e2e_ns
+        self.parts = parts
+        self.busy = busy
+        self.provenance = provenance
+        self.inconsistent = inconsistent
+        self.span_critical_ns = {} if span_critical_ns is None else span_critical_ns
+        self.span_self_ns = {} if span_self_ns is None else span_self_ns
 
 
 def model_call_parts(duration_ns: int, timing: ModelTiming | None) -> ModelCallParts:
@@ -270,15 +333,15 @@ def attribute_request(spans: Sequence[SpanNode]) -> RequestBreakdown | None:
     )
 
 
-@dataclass
 class _Frame:
     """A span of the critical walk whose children are being given its window, latest first."""
 
-    span: SpanNode
-    lo: int
-    cursor: int
-    own: str
-    children: Iterator[SpanNode]
+    def __init__(self, span: SpanNode, lo: int, cursor: int, own: str, children: Iterator[SpanNode]) -> None:
+        self.span = span
+        self.lo = lo
+        self.cursor = cursor
+        self.own = own
+        self.children = children
 
 
 class _Walk:

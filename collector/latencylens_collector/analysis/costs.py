@@ -116,9 +116,12 @@ def prices_digest(prices: Prices) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CallUsage:
-    """What a model call used, as its span reported it: counts None when not reported."""
+    """What a model call used, as its span reported it: counts None when not reported.
+
+    Read-only by convention, not frozen, as :class:`RequestCost`: one is built for every model
+    call of every request row, and a frozen dataclass costs several times as much to construct."""
 
     provider: str
     model: str
@@ -128,7 +131,7 @@ class CallUsage:
     estimated: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RequestCost:
     """A request's cost in nano-dollars (None: some call has no price) and the prices used."""
 

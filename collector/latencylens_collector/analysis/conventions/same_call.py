@@ -27,7 +27,6 @@ before or after the owner is then its parent's application time.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Final
 
 from latencylens import semconv
@@ -109,18 +108,18 @@ def is_ours(row: SpanRow) -> bool:
     return semconv.SPAN_KIND in row.attributes
 
 
-@dataclass
 class SameCalls:
     """The result of :func:`find_same_calls` for one trace."""
 
-    owner_of: dict[bytes, bytes] = field(default_factory=dict)
-    """Span id → the id of the span that counts its call (owners themselves are absent)."""
-    members: dict[bytes, list[SpanRow]] = field(default_factory=dict)
-    """Owner id → the other spans of its call, most trusted first."""
-    wrapped: dict[bytes, int] = field(default_factory=dict)
-    """Id of a model span around several calls → how many calls it wraps."""
-    parents: dict[bytes, bytes] = field(default_factory=dict)
-    """Span id → the parent attribution should see (owners lifted, same-call spans below them)."""
+    def __init__(self, wrapped: dict[bytes, int]) -> None:
+        self.owner_of: dict[bytes, bytes] = {}
+        """Span id → the id of the span that counts its call (owners themselves are absent)."""
+        self.members: dict[bytes, list[SpanRow]] = {}
+        """Owner id → the other spans of its call, most trusted first."""
+        self.wrapped = wrapped
+        """Id of a model span around several calls → how many calls it wraps."""
+        self.parents: dict[bytes, bytes] = {}
+        """Span id → the parent attribution should see (owners lifted, same-call spans below them)."""
 
     def owner(self, span_id: bytes) -> bytes:
         return self.owner_of.get(span_id, span_id)
