@@ -18,6 +18,8 @@ built (the equality test compares both).
 A class these modules build per span or per call writes its own ``__init__`` (a dataclass with
 ``init=False``, or a plain class): mypyc compiles that, while the ``__init__`` a dataclass
 generates stays interpreted Python. Six such classes took about 1 µs of the build's 10 µs a span.
+The span row (:mod:`.records`) is compiled too: compiled code reads a compiled class's fields
+directly, and a Python class's through attribute lookup (about 0.8 µs a span more).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ NATIVE_DIR: Final = ANALYSIS_DIR / "_native"
 MANIFEST: Final = "manifest.json"
 MODULES: Final = (
     "attribution",
+    "records",
     "request_rows",
     "conventions/aisdk",
     "conventions/content",
@@ -59,7 +62,6 @@ MODULES: Final = (
 they decide, at import, whether the build is used."""
 DEPENDENCIES: Final = (
     "costs",
-    "records",
     "conventions/__init__",
     "../settings",
     "latencylens:semconv",

@@ -156,10 +156,10 @@ def test_make_test_runs_the_compiled_modules() -> None:
         "the compiled request-row modules are missing or older than their sources: run "
         "`make test` (or `make native`) to rebuild them"
     )
-    from latencylens_collector.analysis import attribution, request_rows
+    from latencylens_collector.analysis import attribution, records, request_rows
     from latencylens_collector.analysis.conventions import reading
 
-    for module in (attribution, request_rows, reading):
+    for module in (attribution, records, request_rows, reading):
         assert not str(module.__file__).endswith(".py"), module.__file__
 
 
