@@ -36,7 +36,7 @@ def submit(pipeline: Pipeline, body: bytes, project: str, limits: Limits) -> Tic
         store_content=limits.store_content,
         content_max_bytes=limits.max_content_bytes,
     )
-    with pipeline.decoding():
+    with pipeline.decoding(project):
         return pipeline.submit_body(body, project, checks)
 
 

@@ -151,7 +151,7 @@ class TraceReceiver(TraceServiceServicer):
             stored = self._by_engine(request, project, context)
             if stored is not None:
                 return otlp.export_response(stored)
-        with self.pipeline.decoding(), self.turns.slot(project):  # projects in turn, not first come
+        with self.pipeline.decoding(project), self.turns.slot(project):  # projects in turn, not first come
             started = time.thread_time()
             try:
                 batch = self._decode(request, project, context)

@@ -19,9 +19,12 @@ project's large batch (a burst, an 8,000-span chain) is never the insert another
 waits for: that export waits at most for the one bounded insert being written, then its own small
 one (or rides the next).
 
-Receivers also say while they decode an export (:meth:`BoundedQueue.decoding`): the writer waits
-for a fuller batch only while more spans are about to arrive, so a lone sender is never held for
-the whole linger, and concurrent senders still share one insert (group commit).
+Receivers also say while they decode an export, and whose (:meth:`BoundedQueue.decoding`): the
+writer waits for a fuller batch only while more spans of the project first in turn are about to
+arrive and no other project's exports are queued, so a lone sender is never held for the whole
+linger, concurrent senders of a project still share one insert (group commit), and no export waits
+for the linger on another project's behalf (while one project's large export was being decoded,
+a second of the GIL, every other project's batch could wait out the whole linger).
 """
 
 from __future__ import annotations
@@ -194,7 +197,8 @@ class BoundedQueue:
         self._bytes = 0
         self._body_bytes = 0
         """Of :attr:`_bytes`, what the queued export bodies weigh (the engine path's)."""
-        self._decoding = 0
+        self._decoding: dict[str, int] = {}
+        """Exports being decoded now, by project (each about to be put, or refused)."""
         self._closed = False
         self._cond = threading.Condition()
 
@@ -225,21 +229,27 @@ class BoundedQueue:
     @property
     def decoding_exports(self) -> int:
         """Exports being decoded now, each about to be put (or refused)."""
-        return self._decoding
+        with self._cond:
+            return sum(self._decoding.values())
 
     @contextmanager
-    def decoding(self) -> Iterator[None]:
-        """Mark one export as being decoded for the duration of the block, which should end once
-        its spans are put (or refused, or failed to decode); the count is released on any exit."""
+    def decoding(self, project: str = DEFAULT_PROJECT) -> Iterator[None]:
+        """Mark one export of ``project`` as being decoded for the duration of the block, which
+        should end once its spans are put (or refused, or failed to decode); the count is released
+        on any exit."""
         with self._cond:
-            self._decoding += 1
+            self._decoding[project] = self._decoding.get(project, 0) + 1
         try:
             yield
         finally:
             with self._cond:
-                self._decoding -= 1
-                if not self._decoding and self._turns:
-                    self._cond.notify_all()
+                left = self._decoding[project] - 1
+                if left:
+                    self._decoding[project] = left
+                else:
+                    del self._decoding[project]
+                    if self._turns:
+                        self._cond.notify_all()
 
     def put(
         self,
@@ -315,8 +325,8 @@ class BoundedQueue:
         max_bytes: int | None = None,
         fill: tuple[int, float] | None = None,
     ) -> list[Ticket]:
-        """The next batch: waits up to ``idle_timeout_s`` for a first ticket, then only while an
-        export is being decoded (more spans are about to arrive) or, with ``fill = (bytes,
+        """The next batch: waits up to ``idle_timeout_s`` for a first ticket, then only while more
+        spans are about to arrive for it (:meth:`_lingers`) or, with ``fill = (bytes,
         seconds)``, while export bodies are queued but fewer than ``bytes`` of them and the oldest
         ticket has waited less than ``seconds``; and at most until ``max_spans`` spans or
         ``max_bytes`` bytes are queued or the oldest ticket has waited ``linger_s`` (closing
@@ -337,7 +347,7 @@ class BoundedQueue:
             fill_bytes, fill_at = (0, oldest) if fill is None else (fill[0], oldest + min(fill[1], linger_s))
             while self._spans < max_spans and self._bytes < limit_bytes and not self._closed:
                 now = self._monotonic()
-                if self._decoding:
+                if self._lingers():
                     remaining = flush_at - now
                 elif 0 < self._body_bytes < fill_bytes:
                     remaining = fill_at - now
@@ -354,6 +364,12 @@ class BoundedQueue:
             metrics.QUEUE_DEPTH.set(self._spans)
             metrics.QUEUE_BYTES.set(self._bytes)
             return batch
+
+    def _lingers(self) -> bool:
+        """Whether the next batch waits for spans being decoded: only the project first in turn's,
+        and only while no other project has exports queued (they would wait for it too). Called
+        with the lock held and a project waiting."""
+        return self._turns[0] in self._decoding and len(self._queues) == 1
 
     def _turn(self, max_spans: int, max_bytes: int) -> list[Ticket]:
         """The project first in turn's tickets in order, within the bounds, or a quarter of them

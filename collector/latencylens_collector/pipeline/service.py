@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
 
-from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.records import DEFAULT_PROJECT, SpanRow
 from latencylens_collector.pipeline.admission import TraceCap
 from latencylens_collector.pipeline.cpu_shares import CpuShares
 from latencylens_collector.pipeline.ingest import Ingestor
@@ -120,10 +120,11 @@ class Pipeline:
             self.spool.close()
 
     @contextmanager
-    def decoding(self) -> Iterator[None]:
-        """Wrap a receiver's decode of one export up to its :meth:`submit` (or refusal): while any
-        is open the writer lingers for their spans, and once none is it flushes at once."""
-        with self.queue.decoding():
+    def decoding(self, project: str = DEFAULT_PROJECT) -> Iterator[None]:
+        """Wrap a receiver's decode of one export of ``project`` up to its :meth:`submit` (or
+        refusal): while one of the project first in turn is open (and no other project's exports
+        wait) the writer lingers for their spans, and once none is it flushes at once."""
+        with self.queue.decoding(project):
             yield
 
     def submit(self, spans: list[SpanRow]) -> Future[Outcome]:

@@ -118,7 +118,7 @@ async def export_traces(request: Request, settings: SettingsDep) -> Response:
         if stored is not None:
             batch = stored
         else:
-            with pipeline.decoding():  # until the spans are queued: the writer flushes once none is open
+            with pipeline.decoding(project):  # until the spans are queued: the writer may linger for them
                 async with _turns(request).slot(project):  # projects in turn, not first come
                     batch, written = await anyio.to_thread.run_sync(
                         _decode_and_submit, pipeline, body, as_json, project, limits

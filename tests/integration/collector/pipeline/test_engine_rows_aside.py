@@ -88,7 +88,7 @@ def test_a_light_export_in_the_same_insert_is_answered_before_a_heavy_projects_r
     engine: tuple[Pipeline, Store, HeldRows],
 ) -> None:
     pipeline, store, ingestor = engine
-    with pipeline.decoding():  # the writer lingers until both are queued: one INSERT
+    with pipeline.decoding("heavy"):  # the writer lingers until "light" is queued too: one INSERT
         heavy = submit(pipeline, "heavy", HEAVY_TRACES)
         light = submit(pipeline, "light", LIGHT_TRACES)
     assert ingestor.building.wait(WAIT_S)
@@ -155,7 +155,7 @@ def test_rows_aside_that_cannot_be_read_back_lose_no_span_and_no_answer(
     pipeline, store = start_pipeline(
         HeavyReadBackFails, ingest_path="engine", max_batch_spans=MAX_BATCH_SPANS, flush_interval_ms=60_000
     )
-    with caplog.at_level(logging.ERROR), pipeline.decoding():
+    with caplog.at_level(logging.ERROR), pipeline.decoding("heavy"):
         heavy = submit(pipeline, "heavy", HEAVY_TRACES)
         light = submit(pipeline, "light", LIGHT_TRACES)
     assert light.result(timeout=WAIT_S) is Outcome.STORED

@@ -5,8 +5,9 @@ while another project waits) rather than after the flood, with flood exports rid
 while that insert stays small; one large export is written in pieces between the other's turns.
 
 The real pipeline (queue, single writer thread, ingestor) on the session's chdb. The writer is
-held the way a receiver holds it while it decodes an export (:meth:`Pipeline.decoding`, with a
-long linger), so the queue fills deterministically; then it is let go and everything is stored.
+held the way a receiver holds it while it decodes an export of the project first in turn
+(:meth:`Pipeline.decoding`, with a long linger), so that project's exports queue up; the other
+project's export, once queued, lets it go (nobody waits for a linger on another's behalf).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def test_a_flooding_project_does_not_starve_another(make_settings: Callable[...,
         return future
 
     try:
-        with pipeline.decoding():  # the writer lingers for this "export being decoded"
+        with pipeline.decoding("flood"):  # the writer lingers for this "export being decoded"
             accepted = []
             for number in range(12):
                 try:
@@ -76,7 +77,7 @@ def test_a_large_export_is_written_in_pieces_around_another_projects(
     pipeline.start()
     done: list[str] = []
     try:
-        with pipeline.decoding():
+        with pipeline.decoding("big"):
             big = pipeline.submit(export("big", 0, 1_000))
             big.add_done_callback(lambda _: done.append("big"))
             quiet = pipeline.submit(export("quiet", 0))
@@ -105,7 +106,7 @@ def test_traces_cut_between_pieces_get_their_whole_rows(make_settings: Callable[
     pipeline = Pipeline(settings, ingestor)
     pipeline.start()
     try:
-        with pipeline.decoding():
+        with pipeline.decoding("big"):
             big = pipeline.submit([span for n in range(3) for span in export("big", n, 400)])
             quiet = pipeline.submit(export("quiet", 0))
         assert [big.result(timeout=60), quiet.result(timeout=60)] == [Outcome.STORED, Outcome.STORED]

@@ -1,5 +1,6 @@
-"""When the writer flushes: at once when no export is being decoded (nothing more is about to
-arrive), otherwise once the decodes are queued, with ``max_spans`` and the linger as upper bounds.
+"""When the writer flushes: at once when no export of the project first in turn is being decoded
+(nothing more is about to arrive for its batch) or another project's exports are queued, otherwise
+once the decodes are queued, with ``max_spans`` and the linger as upper bounds.
 
 Lingers here are an hour unless a test is about the linger itself, so a flush that waited for one
 shows up as a hung thread (joined with a bound), never as a timing margin.
@@ -19,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from otlp_builders import chat_trace, export_request, protobuf_body, recent_base_ns
 from pipeline_helpers import grpc_target, metric
 
-from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.records import DEFAULT_PROJECT, SpanRow
 from latencylens_collector.pipeline import Outcome, Pipeline, PipelineClosed, QueueFull
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.queue import BoundedQueue, Ticket
@@ -32,9 +33,10 @@ BOUND_S = 20.0
 """How long a take that should return may block before the test calls it hung."""
 
 
-def _spans(n: int, trace: int = 1) -> list[SpanRow]:
+def _spans(n: int, trace: int = 1, project: str = DEFAULT_PROJECT) -> list[SpanRow]:
     return [
         SpanRow(
+            project=project,
             trace_id=trace.to_bytes(16, "big"),
             span_id=(trace * 1000 + i).to_bytes(8, "big"),
             parent_span_id=bytes(8),
@@ -175,6 +177,29 @@ def test_pipeline_ending_the_last_decode_wakes_a_waiting_take() -> None:
         clock.wait_for_reads(2)
         queue.put(_spans(200, trace=2))
     assert taker.result() == [ticket]
+
+
+def test_pipeline_take_does_not_wait_for_another_projects_decode() -> None:
+    """A flood's exports are nearly always being decoded: another project's batch, which they
+    cannot join, is taken at once, not held for the (hour-long) linger."""
+    queue = BoundedQueue(capacity_spans=100)
+    with queue.decoding("flood"):
+        normal = queue.put(_spans(3, trace=1, project="normal"), project="normal")
+        assert _Taker(queue, max_spans=100, linger_s=HOUR).result() == [normal]
+
+
+def test_pipeline_take_stops_waiting_once_another_project_has_exports_queued() -> None:
+    """The project first in turn is decoding more, but another project's export is queued: that
+    export would wait for the linger too, so the batch goes (the other one rides it)."""
+    clock = _Clock()
+    queue = BoundedQueue(capacity_spans=100, monotonic=clock)
+    with queue.decoding("a"):
+        first = queue.put(_spans(3, trace=1, project="a"), project="a")
+        taker = _Taker(queue, max_spans=100, linger_s=HOUR, clock=clock)
+        clock.wait_for_reads(2)  # waiting: "a" is first in turn and decoding, nobody else queued
+        other = queue.put(_spans(2, trace=2, project="b"), project="b")
+        assert taker.result() == [first, other]
+        assert queue.decoding_exports == 1
 
 
 def test_pipeline_writer_group_commits_exports_decoded_together(
