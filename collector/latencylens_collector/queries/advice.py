@@ -213,8 +213,8 @@ def _inner(store: Store, scope: RequestScope, by: Sequence[str]) -> tuple[str, d
         "SELECT trace_id, greatest(0, least(sum(duration_ns), "
         "max(toUnixTimestamp64Nano(start_time) + duration_ns) - min(toUnixTimestamp64Nano(start_time))) "
         f"- max(duration_ns)) AS saving FROM {store.table('spans')} FINAL "
-        f"WHERE project = {{project:String}} AND kind IN ('tool', 'retrieval') AND trace_id IN ({traces}) "
-        "GROUP BY trace_id, parent_span_id HAVING count() >= 2"
+        f"PREWHERE project = {{project:String}} AND trace_id IN ({traces}) "  # as store._SPAN_SELECT
+        "WHERE kind IN ('tool', 'retrieval') GROUP BY trace_id, parent_span_id HAVING count() >= 2"
     )
     serial = f"SELECT trace_id, sum(saving) AS serial_ns FROM ({siblings}) GROUP BY trace_id"
     sql = (
@@ -350,8 +350,9 @@ def _network(
     params["server_address"] = semconv.SERVER_ADDRESS
     addresses = (
         "SELECT trace_id, argMax(attributes[{server_address:String}], duration_ns) AS address "
-        f"FROM {store.table('spans')} FINAL WHERE project = {{project:String}} AND kind = 'model' "
-        f"AND attributes[{{server_address:String}}] != '' AND trace_id IN ({traces}) GROUP BY trace_id"
+        f"FROM {store.table('spans')} FINAL "
+        f"PREWHERE project = {{project:String}} AND trace_id IN ({traces}) "  # as store._SPAN_SELECT
+        f"WHERE kind = 'model' AND attributes[{{server_address:String}}] != '' GROUP BY trace_id"
     )
     joined = (
         "SELECT r.*, a.address AS endpoint, "

@@ -59,14 +59,16 @@ SELECT trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, '' AS no_message,
        attributes, toUnixTimestamp64Micro(inserted_at) AS inserted_us
 FROM {spans} FINAL
-WHERE project = {{project:String}} AND trace_id IN {ids_set}
+PREWHERE project = {{project:String}} AND trace_id IN {ids_set}
 ORDER BY start_ns, span_id
 """
 """The columns request rows are built from (not ``resource_attributes``, ``status_message`` nor
 ``events``: attribution never reads them) and each span's stamp, in one read, so a row's version
 describes exactly the spans it was computed from. The columns come in :class:`SpanRow`'s order
 up to ``attributes`` (an empty string where the status message would be), read by column: no
-dict per row."""
+dict per row.
+
+``PREWHERE``, not ``WHERE``: see ``store._SPAN_SELECT``."""
 
 _READ_BACK_EXPRESSIONS: Final = {
     "trace_hex": "hex(trace_id)",
@@ -81,7 +83,7 @@ not the column of that name (JSON has no bytes: ids in hex)."""
 _STORED_SPANS_READ_BACK: Final = f"""
 SELECT {", ".join(f"{_READ_BACK_EXPRESSIONS.get(name, name)} AS {name}" for name in READ_BACK_COLUMNS)}
 FROM {{spans}} FINAL
-WHERE project = {{{{project:String}}}} AND trace_id IN (
+PREWHERE project = {{{{project:String}}}} AND trace_id IN (
     SELECT trace_id FROM {{spans}}
     WHERE project = {{{{project:String}}}} AND trace_id IN {{ids_set}}
     GROUP BY trace_id HAVING uniqExact(span_id) <= {{{{most_spans:UInt64}}}})

@@ -5,6 +5,7 @@ where their rows are built (:class:`ReadBack`): the spans it gets must be the on
 from __future__ import annotations
 
 import json
+import time
 
 from latencylens_collector.analysis.records import NO_PARENT, SpanRow
 from latencylens_collector.analysis.row_work import ReadBack, TraceToBuild
@@ -128,3 +129,32 @@ def test_json_columns_write_numbers_and_valid_utf8_without_touching_the_session(
         "('output_format_json_quote_64bit_integers', 'output_format_json_validate_utf8')"
     )
     assert len(rows) == 2 and not any(row["changed"] for row in rows)
+
+
+def test_each_read_by_trace_id_gives_a_spans_latest_copy_only(store: Store) -> None:
+    """The reads by trace id filter in ``PREWHERE`` under ``FINAL``. A span stored twice, in two
+    parts not merged yet, must come back once, as its latest copy: a filter on the sorting key
+    keeps every copy of a span for ``FINAL`` to choose from (one on another column, such as
+    ``kind``, could keep the older copy alone)."""
+    trace = bytes([0xB1]) * 16
+    first = _span(0xB1, 1, "default", name="first copy", kind="other", attributes={"v": "1"})
+    store.insert_spans([first])
+    time.sleep(0.002)  # the copies' stamps (inserted_at, µs) differ: the later one is the latest
+    latest = _span(0xB1, 1, "default", name="latest copy", kind="model", attributes={"v": "2"})
+    store.insert_spans([latest])  # a later insert: the copy with the latest inserted_at
+    parts = store.query(
+        "SELECT count() AS parts FROM system.parts WHERE active AND database = {database:String} "
+        "AND table = 'spans'",
+        {"database": store.database},
+    )
+    assert parts[0]["parts"] >= 2  # the copies are apart: FINAL, not a merge, must collapse them
+
+    [parsed] = trace_state.stored_traces(store, [trace], "default")[trace].spans
+    [unparsed] = ReadBack(
+        (("default", trace_state.stored_traces_unparsed(store, [trace], "default")),), 0
+    ).traces()
+    [shown] = store.spans_of_traces([trace], "default")
+    [for_rows] = store.spans_of_traces([trace], "default", for_requests=True)
+    for span in (parsed, unparsed.spans[0], shown, for_rows):
+        assert (span.name, span.kind, span.attributes) == ("latest copy", "model", {"v": "2"})
+    assert len(unparsed.spans) == 1
