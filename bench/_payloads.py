@@ -10,7 +10,9 @@ re-encoding (a byte replace of a 100 KB body costs microseconds).
 
 from __future__ import annotations
 
+import functools
 import itertools
+import random
 import struct
 import time
 from typing import Any, Final
@@ -184,8 +186,33 @@ def templates(count: int, base_ns: int | None = None) -> list[bytes]:
 
 
 def stamp(template: bytes) -> bytes:
-    """``template`` with new trace ids (unique within this process)."""
+    """``template`` with new trace ids (unique within this process). They ascend: the first 8 bytes
+    of every id in a body are one counter, so each body's traces sort after the last body's, where
+    SDKs make random ids (:func:`stamp_random`; ``bench read_back`` and ``bench ingest_ids`` say
+    what that changes)."""
     return template.replace(MARKER, struct.pack(">Q", (0xA1 << 56) | (next(_stamps) << 8)))
+
+
+def stamp_random(template: bytes) -> bytes:
+    """``template`` with new trace ids as SDKs make them: each trace's first 8 bytes random (its
+    last 8 are its index in the templates), so a body's traces scatter over the key of ``spans``."""
+    body = bytearray(template)
+    for offsets in _trace_offsets(template):
+        high = random.randbytes(8)
+        for offset in offsets:
+            body[offset : offset + 8] = high
+    return bytes(body)
+
+
+@functools.cache
+def _trace_offsets(template: bytes) -> tuple[tuple[int, ...], ...]:
+    """Where each trace's :data:`MARKER` is in ``template``, per trace (one per span)."""
+    found: dict[bytes, list[int]] = {}
+    at = template.find(MARKER)
+    while at >= 0:
+        found.setdefault(template[at + 8 : at + 16], []).append(at)
+        at = template.find(MARKER, at + 1)
+    return tuple(tuple(offsets) for offsets in found.values())
 
 
 SPANS_PER_BODY: Final = TRACES_PER_BODY * SPANS_PER_TRACE

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,9 +76,16 @@ class _Load:
     Sender ``i`` runs while ``i < active``, so lowering ``active`` retires the highest ones after
     their current export."""
 
-    def __init__(self, url: str, templates: list[bytes], senders: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        templates: list[bytes],
+        senders: int,
+        stamp: Callable[[bytes], bytes] = _payloads.stamp,
+    ) -> None:
         self.url = url + "/v1/traces"
         self.templates = templates
+        self.stamp = stamp
         self.senders = senders
         self.active = senders
         self.measuring = False
@@ -111,7 +119,7 @@ class _Load:
         with httpx.Client(timeout=60.0) as client:
             count = index
             while index < self.active:
-                body = _payloads.stamp(self.templates[count % len(self.templates)])
+                body = self.stamp(self.templates[count % len(self.templates)])
                 count += self.senders
                 began = time.perf_counter()
                 status = client.post(self.url, content=body, headers=headers).status_code

@@ -188,6 +188,20 @@ def test_realistic_bodies_are_stored_by_the_engine_with_the_same_rows(paths: Two
     assert len(_requests(paths.engine, project)) == 3 * _payloads.TRACES_PER_BODY + 5
 
 
+def test_bodies_with_random_trace_ids_give_the_same_rows(paths: TwoPaths) -> None:
+    """The benchmark's bodies with trace ids as SDKs make them (random, so each body's traces
+    scatter over the key of ``spans`` rather than sort together): every trace is read back whole
+    and gets its row, the same on both paths."""
+    bodies = [_payloads.stamp_random(body) for body in _payloads.templates(2, base_ns=NOW - 3600 * 10**9)]
+    project, stored = paths.ingest(bodies)
+    assert stored == [True, True]
+    assert paths.assert_equal(project) == 2 * _payloads.SPANS_PER_BODY
+    trace_ids = {row["trace_id"] for row in _spans(paths.engine, project)}
+    assert len(trace_ids) == 2 * _payloads.TRACES_PER_BODY
+    assert len({trace_id[:8] for trace_id in trace_ids}) == len(trace_ids)  # no shared prefix
+    assert len(_requests(paths.engine, project)) == 2 * _payloads.TRACES_PER_BODY
+
+
 def test_a_body_sent_twice_in_one_insert_is_read_once(paths: TwoPaths) -> None:
     """A retried export landing in the same INSERT as its first copy: the engine's INSERT does not
     collapse a block's duplicate keys as it writes (``optimize_on_insert = 0``), so both copies

@@ -1,0 +1,170 @@
+"""Reads by trace id as the stored spans grow, with trace ids as SDKs make them: random.
+
+After each batch, the collector reads back the traces the batch touched: the engine path every
+span of them (``trace_state.stored_traces_unparsed``), the Python path their stamps first
+(``trace_state.stamps``). ``spans`` is sorted by (project, trace_id, span_id), and OpenTelemetry's
+trace ids are random, so a batch's 1,600 traces fall in nearly every granule of every part: what
+such a read touches grows with the spans stored, not with the batch. The ingest benchmarks stamp
+their ids with a counter (``bench._payloads.stamp``), so each batch's traces sort together at
+the end of the key and their reads stay small whatever is stored: they do not show this.
+
+Here the benchmark's traces (:mod:`bench._stored_traces`: the ingest benchmark's rows, ≈ 15
+attributes a span) are stored, then copied with new trace ids until :data:`SIZES` spans are
+stored, and at each size a fresh batch of :data:`BATCH_TRACES` traces is stored and read back.
+Ids are random (a SipHash of the original id and the copy), or, for contrast, ascending as the
+ingest benchmarks'.
+Before each batch the stored spans are merged into one part, the layout a read costs least in
+(a busy table has several, each read apart), so the figures are a lower bound and repeatable.
+Each read runs :data:`REPEATS` times; the figure is the median process CPU (ClickHouse's threads
+included: the engine runs in this process). The baseline is the read-back with only the first
+size stored; the read-back as it was before its filter went to ``PREWHERE`` (``WHERE`` under
+``FINAL``) is measured beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from bench import _payloads, _stored_traces
+from latencylens_collector.storage import trace_state
+from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
+
+DATABASE: Final = "bench_read_back"
+_SIZES_ENV: Final = "LATENCYLENS_BENCH_READ_BACK_SIZES"
+SIZES: Final = tuple(int(size) for size in os.environ.get(_SIZES_ENV, "100000,1000000,4000000").split(","))
+"""Spans stored before each measured batch (the first is the baseline's)."""
+BATCH_TRACES: Final = 1_600
+"""The traces of an INSERT of 16 bodies under load (8,000 spans)."""
+REPEATS: Final = 5
+
+_BEFORE: Final = trace_state._STORED_SPANS_READ_BACK.replace("PREWHERE", "WHERE", 1)
+"""The read-back as it was: its filter in ``WHERE``, which ClickHouse keeps out of ``PREWHERE``
+under ``FINAL``."""
+
+
+def _copy(store: Store, copy: int, ids: str, traces: int | None = None) -> None:
+    """The source spans again (of its first ``traces`` traces only, when given), each trace under a
+    new id (``ids``: an expression of ``trace_id`` and ``{copy}``), with a fresh insert stamp."""
+    source = store.table("read_back_source")
+    if traces is not None:
+        first = f"SELECT DISTINCT trace_id FROM {source} ORDER BY trace_id LIMIT {traces}"
+        source = f"(SELECT * FROM {source} WHERE trace_id IN ({first}))"
+    store.command(
+        f"INSERT INTO {store.table('spans')} SELECT * REPLACE "
+        f"({ids.format(copy=copy)} AS trace_id, now64(6) AS inserted_at) FROM {source}"
+    )
+
+
+_RANDOM: Final = "sipHash128(trace_id, toUInt32({copy}))"
+_ASCENDING: Final = (
+    "toFixedString(concat(reverse(reinterpretAsString(toUInt64(4000000000 + {copy}))), "
+    "substring(sipHash128(trace_id), 1, 8)), 16)"
+)
+"""As ``bench._payloads.stamp`` stamps them, the first 8 bytes a counter (big-endian): each copy's
+traces sort after the last copy's."""
+
+
+def _median_cpu_ms(read: Callable[[], object]) -> float:
+    times = []
+    for _ in range(REPEATS):
+        began = time.process_time()
+        read()
+        times.append((time.process_time() - began) * 1e3)
+    return statistics.median(times)
+
+
+def _reads(store: Store, batch_ids: list[bytes]) -> dict[str, float]:
+    spans = store.table("spans")
+    params = {"project": "default", "trace_ids": trace_ids_param(batch_ids), "most_spans": 2**63}
+    before = _BEFORE.format(spans=spans, ids_set=TRACE_IDS_SET)
+    now = trace_state._STORED_SPANS_READ_BACK.format(spans=spans, ids_set=TRACE_IDS_SET)
+    assert store.query_json_columns(before, params) == store.query_json_columns(now, params)
+    return {
+        "read_back": _median_cpu_ms(lambda: store.query_json_columns(now, params)),
+        "read_back_before": _median_cpu_ms(lambda: store.query_json_columns(before, params)),
+        "stamps": _median_cpu_ms(lambda: trace_state.stamps(store, batch_ids, "default")),
+    }
+
+
+def _grow(store: Store, ids: str, source_spans: int) -> dict[int, dict[str, float]]:
+    """Copies up to each of :data:`SIZES`, a batch stored and read at each."""
+    spans = store.table("spans")
+    store.command(f"TRUNCATE TABLE {spans}")
+    stored, copy, figures = 0, 0, {}
+    for size in SIZES:
+        while stored + source_spans <= size:
+            copy += 1
+            _copy(store, copy, ids)
+            stored += source_spans
+        store.command(f"OPTIMIZE TABLE {spans} FINAL")  # one part: the fewest granules a read can touch
+        copy += 1
+        _copy(store, copy, ids, BATCH_TRACES)  # the batch: its own insert, stored last
+        batch = [
+            bytes(row["trace_id"])
+            for row in store.query(
+                f"SELECT DISTINCT trace_id FROM {spans} "
+                f"WHERE inserted_at = (SELECT max(inserted_at) FROM {spans})"
+            )
+        ]
+        assert len(batch) == BATCH_TRACES, len(batch)
+        figures[stored] = _reads(store, batch)
+        print(f"    {stored:>10,} spans stored: {figures[stored]}", flush=True)
+    return figures
+
+
+def run(report: Any) -> None:
+    store = _stored_traces.fresh_store(DATABASE)
+    try:
+        _, source_spans = _stored_traces.load(store)
+        source, spans = store.table("read_back_source"), store.table("spans")
+        store.command(f"CREATE TABLE {source} AS {spans}")
+        store.command(f"INSERT INTO {source} SELECT * FROM {spans} FINAL")
+        random = _grow(store, _RANDOM, source_spans)
+        ascending = _grow(store, _ASCENDING, source_spans)
+    finally:
+        _stored_traces.drop(store)
+    sizes = sorted(random)
+    base = random[sizes[0]]
+    batch_spans = BATCH_TRACES * _payloads.SPANS_PER_TRACE
+    report.add(
+        f"read-back of a batch, {sizes[0]:,} spans stored, random ids (baseline)",
+        base["read_back"],
+        "ms CPU",
+        f"{BATCH_TRACES:,} traces, {batch_spans:,} spans; median of {REPEATS}",
+    )
+    for size in sizes[1:]:
+        report.add(
+            f"the same, {size:,} spans stored",
+            random[size]["read_back"],
+            "ms CPU",
+            f"{random[size]['read_back'] / batch_spans * 1e3:.1f} µs a span of the batch",
+            ratio=random[size]["read_back"] / base["read_back"],
+        )
+    for size in sizes:
+        report.add(
+            f"the read-back before (WHERE under FINAL), {size:,} spans stored, against today's",
+            random[size]["read_back_before"],
+            "ms CPU",
+            ratio=random[size]["read_back_before"] / random[size]["read_back"],
+        )
+    for size in sizes[1:]:
+        report.add(
+            f"the Python path's stamps of a batch, {size:,} spans stored, against {sizes[0]:,}",
+            random[size]["stamps"],
+            "ms CPU",
+            f"{random[sizes[0]]['stamps']:.1f} ms at {sizes[0]:,}",
+            ratio=random[size]["stamps"] / random[sizes[0]]["stamps"],
+        )
+    last = sizes[-1]
+    report.add(
+        f"read-back with ascending ids (as the ingest benchmarks stamp them), {last:,} spans stored",
+        ascending[last]["read_back"],
+        "ms CPU",
+        f"{ascending[sizes[0]]['read_back']:.1f} ms at {sizes[0]:,}; against random ids at {sizes[0]:,}",
+        ratio=ascending[last]["read_back"] / base["read_back"],
+    )
