@@ -27,7 +27,7 @@ DIRECTORY: Final = _collector.ROOT / ".latencylens" / "bench-ingest-ids"
 
 
 def _windows(stamp: Callable[[bytes], bytes]) -> list[tuple[float, int]]:
-    """(spans/s, spans acknowledged since the start) of each window."""
+    """(spans/s, spans acknowledged in the windows so far) of each window."""
     shutil.rmtree(DIRECTORY, ignore_errors=True)
     collector = _collector.start(DIRECTORY)
     try:
