@@ -52,24 +52,43 @@ fields up to ``attributes`` (without ``status_message``: attribution never reads
 span's insert stamp in µs."""
 
 
-class ReadBack(NamedTuple):
-    """Stored spans of traces as ClickHouse wrote them out (``JSONCompactColumns`` of
-    :data:`READ_BACK_COLUMNS`, in start order), per project, turned into :class:`TraceToBuild`
-    only where the rows are built. The engine path's writer hands these to the worker process:
-    bytes cross at no pickling cost, and parsing them (≈ 5 µs a span in C, then a
-    :class:`SpanRow` each) holds the worker's GIL, not the collector's."""
+UNCAPPED: Final = 2**64 - 1
+"""A :class:`ReadPart`'s ``most_spans`` when its traces have no cap."""
 
-    parts: tuple[tuple[str, bytes], ...]
-    """(project, the columns' JSON) for each project read."""
+
+class ReadPart(NamedTuple):
+    """One project's traces, read back (:class:`ReadBack`)."""
+
+    project: str
+    columns_json: bytes
+    """``JSONCompactColumns`` of :data:`READ_BACK_COLUMNS`, in start order."""
+    most_spans: int = UNCAPPED
+    """A trace with more spans than this is past its cap: the read gave only some of its spans
+    (``most_spans + 1``), and it is left out."""
+
+
+class ReadBack(NamedTuple):
+    """Stored spans of traces as ClickHouse wrote them out, per project, turned into
+    :class:`TraceToBuild` only where the rows are built. The engine path's writer hands these to
+    the worker process: bytes cross at no pickling cost, and parsing them (≈ 5 µs a span in C, then
+    a :class:`SpanRow` each) holds the worker's GIL, not the collector's."""
+
+    parts: tuple[ReadPart, ...]
     spans: int
     """A lower bound of the spans read (those the batch brought): whether a build is worth the
     worker's trip."""
 
     def traces(self) -> list[TraceToBuild]:
         """Each trace's spans in start order, with the latest insert stamp among them; the traces
-        of a project in id order (hex digits sort as the bytes do)."""
+        of a project in id order (hex digits sort as the bytes do). Traces past their cap are
+        left out (:meth:`parsed`)."""
+        return self.parsed()[0]
+
+    def parsed(self) -> tuple[list[TraceToBuild], list[tuple[str, bytes]]]:
+        """:meth:`traces`, and the (project, trace id) of each trace left out as past its cap."""
         traces: list[TraceToBuild] = []
-        for project, columns_json in self.parts:
+        past_cap: list[tuple[str, bytes]] = []
+        for project, columns_json, most_spans in self.parts:
             columns = json.loads(columns_json)
             if not columns or not columns[0]:
                 continue
@@ -106,8 +125,12 @@ class ReadBack(NamedTuple):
                     found.append(row)
                     if inserted_us > latest[trace]:
                         latest[trace] = inserted_us
-            traces.extend(TraceToBuild(spans[trace], latest[trace]) for trace in sorted(spans))
-        return traces
+            for trace in sorted(spans):
+                if len(spans[trace]) > most_spans:
+                    past_cap.append((project, fromhex(trace)))
+                else:
+                    traces.append(TraceToBuild(spans[trace], latest[trace]))
+        return traces, past_cap
 
 
 class BuiltRows(NamedTuple):
@@ -121,6 +144,8 @@ class BuiltRows(NamedTuple):
     """The spans they were built from."""
     live: int = 0
     """The rows that are not tombstones."""
+    past_cap: tuple[tuple[str, bytes], ...] = ()
+    """(project, trace id) of each trace read back and left out as past its cap (no row)."""
 
 
 def build_rows(traces: Sequence[TraceToBuild] | ReadBack, prices: Prices | None = None) -> BuiltRows:
@@ -128,8 +153,9 @@ def build_rows(traces: Sequence[TraceToBuild] | ReadBack, prices: Prices | None 
     at ``prices`` (default: this process's configured prices; a worker process is passed the
     collector's). A :class:`ReadBack` is parsed here, its time counted in the build's."""
     started = time.process_time()
+    past_cap: list[tuple[str, bytes]] = []
     if isinstance(traces, ReadBack):
-        traces = traces.traces()
+        traces, past_cap = traces.parsed()
     rows: list[dict[str, Any]] = []
     for trace in traces:
         version = row_version(len(trace.spans), trace.last_insert_us)
@@ -145,7 +171,7 @@ def build_rows(traces: Sequence[TraceToBuild] | ReadBack, prices: Prices | None 
         )
     spans = sum(len(trace.spans) for trace in traces)
     live = sum(1 for row in rows if not row["is_deleted"])
-    return BuiltRows(rows, time.process_time() - started, spans, live)
+    return BuiltRows(rows, time.process_time() - started, spans, live, tuple(past_cap))
 
 
 def span_count(traces: Sequence[TraceToBuild] | ReadBack) -> int:

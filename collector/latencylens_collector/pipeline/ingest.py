@@ -12,26 +12,39 @@ insert not yet visible, a crash between the two writes, a root that never comes)
 (:mod:`latencylens_collector.pipeline.reconciler`) repairs once the trace has settled.
 
 A trace past its span cap arriving in pieces is not read back for each piece: that would cost every
-piece the trace so far (quadratic). A piece is read back only while the trace had at most
-``max_trace_spans`` spans stored before it (from the store's count, so also after a restart, from
-another collector, and on the engine path, which marks no span ``latencylens.trace.too_large``), and
-never when its spans carry the mark: what a piece reads is bounded by the cap plus the piece. The
-row of a larger trace is the reconciler's, from all its spans, once it has settled.
+piece the trace so far (quadratic). On the Python path a piece is read back only while the trace had
+at most ``max_trace_spans`` spans stored before it (from the store's count, so also after a restart
+and from another collector), and never when its spans carry the mark ``latencylens.trace.too_large``:
+what a piece reads is bounded by the cap plus the piece. The engine path, which marks no span, gets
+at most that many spans of a trace from the store, and once it finds a trace past its cap reads it
+no more (:meth:`Ingestor.read_back`). The row of a larger trace is the reconciler's, from all its
+spans, once it has settled.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.request_rows import attributable, settled_root_start
-from latencylens_collector.analysis.row_work import BuiltRows, ReadBack, RowBuild, TraceToBuild, build_rows
+from latencylens_collector.analysis.row_work import (
+    BuiltRows,
+    ReadBack,
+    ReadPart,
+    RowBuild,
+    TraceToBuild,
+    build_rows,
+)
 from latencylens_collector.pipeline.refusals import classify
 from latencylens_collector.storage import otlp_sql, trace_state
 from latencylens_collector.storage.store import StorageError, Store
+
+PAST_CAP_KEPT = 50_000
+"""How many traces found past their cap an :class:`Ingestor` remembers (≈ 10 MB; each is a trace of
+more than ``max_trace_spans`` spans)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,10 @@ class Ingestor:
         """Past this many spans stored, a trace's further pieces are not read back (see the module)."""
         self.spans_read_back = 0
         """Spans read back from storage so far: the work this path spends on traces in pieces."""
+        self._past_cap: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        """(project, trace id) of the traces a read-back found past their cap, oldest first, at most
+        :data:`PAST_CAP_KEPT`: the engine path reads them back no more (:meth:`read_back`)."""
+        self._past_cap_lock = threading.Lock()
         self._lock = threading.Lock()
         """One insert at a time per process (chdb is one engine; a server gains little from more).
         Rows are written outside it: their versions order them (:meth:`write_rows`)."""
@@ -185,6 +202,11 @@ class Ingestor:
         """The last step of :meth:`ingest_bodies`: write the rows built from what
         :meth:`read_back` read (rows of one trace written in any order keep the most complete)."""
         self.spans_read_back += built.spans  # the engine path's spans are all read back
+        if built.past_cap:
+            with self._past_cap_lock:
+                self._past_cap.update(dict.fromkeys(built.past_cap))
+                while len(self._past_cap) > PAST_CAP_KEPT:
+                    self._past_cap.popitem(last=False)
         self.store.upsert_requests(built.rows)
 
     def _inserted(
@@ -213,21 +235,31 @@ class Ingestor:
 
     def read_back(self, stored: BodiesStored, projects: Collection[str] | None = None) -> ReadBack:
         """The traces the bodies' stored spans belong to (of ``projects`` only, when given), read
-        back (those not past their cap) but not parsed: that is for where their rows are built
-        (:class:`ReadBack`, anywhere: :class:`.row_processes.RowProcess`). One query a project."""
+        back but not parsed: that is for where their rows are built (:class:`ReadBack`, anywhere:
+        :class:`.row_processes.RowProcess`). One query a project.
+
+        Of a trace past its cap the read gives only enough spans to tell (the parse leaves it out,
+        :meth:`write_built` remembers it), and a trace remembered so is not read again: what the
+        engine reads of such a trace is all its spans, so each collector reads it once (again
+        after a restart, or once it is no longer among the last :data:`PAST_CAP_KEPT`)."""
         touched: dict[str, set[bytes]] = defaultdict(set)
         stored_spans: dict[str, int] = defaultdict(int)
         for verdict in stored.verdicts:
             if verdict is not None and (projects is None or verdict.project in projects):
                 touched[verdict.project] |= verdict.trace_ids
                 stored_spans[verdict.project] += verdict.spans
-        parts: list[tuple[str, bytes]] = []
+        parts: list[ReadPart] = []
         for project, trace_ids in touched.items():
+            if self._past_cap:
+                with self._past_cap_lock:
+                    trace_ids = {t for t in trace_ids if (project, t) not in self._past_cap}
+            if not trace_ids:
+                continue
             # The batch's spans are not in memory: its spans of the project, counted as if all
             # were the trace's, bound from below what the trace held before it (_was_past_cap).
             most_spans = self.max_trace_spans + stored_spans[project]
             read = trace_state.stored_traces_unparsed(self.store, trace_ids, project, most_spans)
-            parts.append((project, read))
+            parts.append(ReadPart(project, read, most_spans))
         return ReadBack(tuple(parts), sum(stored_spans.values()))
 
     def _traces_to_build(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[TraceToBuild]:

@@ -83,16 +83,19 @@ not the column of that name (JSON has no bytes: ids in hex)."""
 _STORED_SPANS_READ_BACK: Final = f"""
 SELECT {", ".join(f"{_READ_BACK_EXPRESSIONS.get(name, name)} AS {name}" for name in READ_BACK_COLUMNS)}
 FROM {{spans}} FINAL
-PREWHERE project = {{{{project:String}}}} AND trace_id IN (
-    SELECT trace_id FROM {{spans}}
-    WHERE project = {{{{project:String}}}} AND trace_id IN {{ids_set}}
-    GROUP BY trace_id HAVING uniqExact(span_id) <= {{{{most_spans:UInt64}}}})
+PREWHERE project = {{{{project:String}}}} AND trace_id IN {{ids_set}}
 ORDER BY start_ns, span_id
+LIMIT {{{{most_spans_and_one:UInt64}}}} BY trace_id
 """
-""":data:`_STORED_SPANS` as :class:`~latencylens_collector.analysis.row_work.ReadBack` reads it, of
-the traces with at most ``most_spans`` distinct spans stored: the subquery reads key columns only
-(as :data:`_STAMPS` does), so a trace past its cap costs no more than its stamp would, and the
-read is one query, not a stamp query and then this one."""
+""":data:`_STORED_SPANS` as :class:`~latencylens_collector.analysis.row_work.ReadBack` reads it: of a
+trace with more than ``most_spans`` distinct spans stored, ``most_spans + 1`` of them, enough for the
+parse to tell it is past its cap and leave it out
+(:class:`~latencylens_collector.analysis.row_work.ReadPart`). What is written out and parsed is
+bounded by the cap; what the engine reads of such a trace is not, so the caller reads it once
+(:meth:`~latencylens_collector.pipeline.ingest.Ingestor.read_back`).
+No subquery counting each trace's spans first: it read the key columns of every granule the
+batch's traces fall in a second time, a third of the read with random trace ids
+(``bench read_back``)."""
 
 _TOUCHED_IN: Final = """
 SELECT project, trace_id FROM {touched}
@@ -243,10 +246,15 @@ def stored_traces_unparsed(
     store: Store, trace_ids: Iterable[bytes], project: str, most_spans: int = UINT64_MAX
 ) -> bytes:
     """What :func:`stored_traces` reads, as ClickHouse writes it out, for
-    :class:`~latencylens_collector.analysis.row_work.ReadBack` to parse elsewhere; only of the
-    traces with at most ``most_spans`` distinct spans stored (the others are left out)."""
+    :class:`~latencylens_collector.analysis.row_work.ReadBack` to parse elsewhere: every span of a
+    trace with at most ``most_spans`` distinct spans stored, ``most_spans + 1`` of any other
+    (:data:`_STORED_SPANS_READ_BACK`)."""
     sql = _STORED_SPANS_READ_BACK.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET)
-    params = {"project": project, "trace_ids": trace_ids_param(trace_ids), "most_spans": most_spans}
+    params = {
+        "project": project,
+        "trace_ids": trace_ids_param(trace_ids),
+        "most_spans_and_one": min(most_spans, UINT64_MAX - 1) + 1,
+    }
     return store.query_json_columns(sql, params)
 
 

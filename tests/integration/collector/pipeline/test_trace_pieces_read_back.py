@@ -4,6 +4,7 @@ reads back is bounded by the span cap, whatever the number of pieces (the issue'
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from otlp_builders import new_span_id, new_trace_id, protobuf_body, recent_base_ns, span
 
 from latencylens_collector.analysis.records import SpanRow
+from latencylens_collector.analysis.row_work import build_rows
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.reconciler import Reconciler
@@ -86,14 +88,39 @@ def test_pieces_on_the_python_path_are_read_back_only_while_the_trace_is_under_t
 def test_pieces_on_the_engine_path_are_read_back_only_while_the_trace_is_under_the_cap(store: Store) -> None:
     trace, bodies = _pieces()
     ingestor = Ingestor(store)
+    reads: list[int] = []  # rows each piece's read-back got from the store
     for body in bodies:
-        [verdict] = ingestor.ingest_bodies([("default", body, _engine_limits())], uuid.uuid4().hex)
+        stored = ingestor.insert_bodies([("default", body, _engine_limits())], uuid.uuid4().hex)
+        [verdict] = stored.verdicts
         assert verdict is not None and verdict.stored_all
-    # The engine path reads back every trace it touched (its spans are not in memory), so
-    # pieces 1, 2 and 3 (4, 8 and 12 spans stored, at most CAP before each): 4 + 8 + 12 = 24.
-    # Whole each time: 4 × (1 + 2 + ... + 30) = 1,860 spans.
+        read = ingestor.read_back(stored)
+        reads.append(sum(len(json.loads(part.columns_json)[0]) for part in read.parts))
+        ingestor.write_built(build_rows(read))
+    # The engine path reads back every trace it touched (its spans are not in memory). Pieces 1,
+    # 2 and 3 find 4, 8 and 12 spans stored (at most CAP before each): rows built from
+    # 4 + 8 + 12 = 24 spans. Piece 4 finds 16, more than CAP + its 4: the read stops at
+    # CAP + 4 + 1 = 15 rows, and the trace, past its cap, is read no more. Whole each time:
+    # 4 × (1 + 2 + ... + 30) = 1,860 spans.
+    assert reads == [4, 8, 12, 15] + [0] * (len(bodies) - 4)
     assert ingestor.spans_read_back == 24
     assert _row(store, trace)["span_count"] == TOOLS + 1
+
+
+def test_a_trace_found_past_its_cap_is_read_again_by_a_new_ingestor(store: Store) -> None:
+    """What a collector remembers of traces past their cap is its own: after a restart (a new
+    :class:`Ingestor`) a trace is read once more, in part (``CAP`` + the piece's spans + 1)."""
+    _, bodies = _pieces()
+    before = Ingestor(store)
+    for body in bodies[:-1]:
+        before.ingest_bodies([("default", body, _engine_limits())], uuid.uuid4().hex)
+    after = Ingestor(store)
+    reads = []
+    for _ in range(2):
+        stored = after.insert_bodies([("default", bodies[-1], _engine_limits())], uuid.uuid4().hex)
+        read = after.read_back(stored)
+        reads.append(sum(len(json.loads(part.columns_json)[0]) for part in read.parts))
+        after.write_built(build_rows(read))
+    assert reads == [CAP + PIECE + 1, 0]
 
 
 def test_a_trace_in_one_batch_is_still_rowed_at_once_whatever_its_size(store: Store) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 
 from latencylens_collector.analysis.records import NO_PARENT, SpanRow
-from latencylens_collector.analysis.row_work import ReadBack, TraceToBuild
+from latencylens_collector.analysis.row_work import ReadBack, ReadPart, TraceToBuild
 from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
 
@@ -77,11 +78,11 @@ def test_read_back_unparsed_gives_the_parsed_reads_spans_and_stamps(store: Store
             for trace_id in sorted(ids)
             if trace_id in parsed
         ]
-        unparsed = ReadBack(((project, trace_state.stored_traces_unparsed(store, ids, project)),), 0)
+        unparsed = ReadBack((ReadPart(project, trace_state.stored_traces_unparsed(store, ids, project)),), 0)
         assert unparsed.traces() == expected
     [first, _] = ReadBack(
         (
-            (
+            ReadPart(
                 "default",
                 trace_state.stored_traces_unparsed(
                     store, [bytes([0xA1]) * 16, bytes([0xA2]) * 16], "default"
@@ -99,24 +100,27 @@ def test_read_back_unparsed_gives_the_parsed_reads_spans_and_stamps(store: Store
 def test_nothing_read_back_is_no_trace(store: Store) -> None:
     _stored(store)
     nothing = trace_state.stored_traces_unparsed(store, [bytes([0xEE]) * 16], "default")
-    assert ReadBack((("default", nothing),), 0).traces() == []
+    assert ReadBack((ReadPart("default", nothing),), 0).traces() == []
     assert ReadBack((), 0).traces() == []
 
 
-def test_only_traces_with_at_most_most_spans_distinct_spans_are_read_back(store: Store) -> None:
+def test_traces_past_most_spans_are_read_in_part_and_left_out(store: Store) -> None:
     """Trace 0xA1 has 2 distinct spans stored, 0xA2 one. A span stored twice (an unmerged copy)
-    counts once, as the per-trace cap counts spans."""
+    counts once, as the per-trace cap counts spans. Of a trace with more than ``most_spans``
+    spans the read gives ``most_spans + 1``: enough for the parse to leave it out and name it."""
     spans = _stored(store)
     store.insert_spans(spans["default"][2:])  # 0xA2's span again
-    ids = [bytes([0xA1]) * 16, bytes([0xA2]) * 16]
+    a1, a2 = bytes([0xA1]) * 16, bytes([0xA2]) * 16
 
-    def read(most_spans: int) -> set[bytes]:
-        unparsed = trace_state.stored_traces_unparsed(store, ids, "default", most_spans)
-        return {trace.spans[0].trace_id for trace in ReadBack((("default", unparsed),), 0).traces()}
+    def read(most_spans: int) -> tuple[dict[str, int], dict[bytes, int], list[tuple[str, bytes]]]:
+        unparsed = trace_state.stored_traces_unparsed(store, [a1, a2], "default", most_spans)
+        rows_read = Counter(json.loads(unparsed)[0]) if unparsed.strip() else Counter()
+        traces, past_cap = ReadBack((ReadPart("default", unparsed, most_spans),), 0).parsed()
+        return dict(rows_read), {trace.spans[0].trace_id: len(trace.spans) for trace in traces}, past_cap
 
-    assert read(2) == set(ids)
-    assert read(1) == {bytes([0xA2]) * 16}
-    assert read(0) == set()
+    assert read(2) == ({a1.hex().upper(): 2, a2.hex().upper(): 1}, {a1: 2, a2: 1}, [])
+    assert read(1) == ({a1.hex().upper(): 2, a2.hex().upper(): 1}, {a2: 1}, [("default", a1)])
+    assert read(0) == ({a1.hex().upper(): 1, a2.hex().upper(): 1}, {}, [("default", a1), ("default", a2)])
 
 
 def test_json_columns_write_numbers_and_valid_utf8_without_touching_the_session(store: Store) -> None:
@@ -151,7 +155,7 @@ def test_each_read_by_trace_id_gives_a_spans_latest_copy_only(store: Store) -> N
 
     [parsed] = trace_state.stored_traces(store, [trace], "default")[trace].spans
     [unparsed] = ReadBack(
-        (("default", trace_state.stored_traces_unparsed(store, [trace], "default")),), 0
+        (ReadPart("default", trace_state.stored_traces_unparsed(store, [trace], "default")),), 0
     ).traces()
     [shown] = store.spans_of_traces([trace], "default")
     [for_rows] = store.spans_of_traces([trace], "default", for_requests=True)

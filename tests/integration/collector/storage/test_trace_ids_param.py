@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from latencylens_collector.analysis.records import NO_PARENT, SpanRow
-from latencylens_collector.analysis.row_work import ReadBack
+from latencylens_collector.analysis.row_work import ReadBack, ReadPart
 from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
 from latencylens_collector.storage.trace_ids import trace_ids_param
@@ -66,7 +66,8 @@ def test_every_read_by_trace_id_finds_exactly_the_traces_asked_for(stored: Store
     assert set(trace_state.stored_traces(stored, wanted, "default")) == set(asked)
     assert {span.trace_id for span in stored.spans_of_traces(wanted)} == set(asked)
     assert {span.trace_id for span in stored.spans_of_traces(wanted, for_requests=True)} == set(asked)
-    unparsed = ReadBack((("default", trace_state.stored_traces_unparsed(stored, wanted, "default")),), 0)
+    read = trace_state.stored_traces_unparsed(stored, wanted, "default")
+    unparsed = ReadBack((ReadPart("default", read),), 0)
     assert {trace.spans[0].trace_id for trace in unparsed.traces()} == set(asked)
     assert {span.name for span in stored.spans_of_traces(wanted)} == {
         f"trace {AWKWARD_IDS.index(trace_id)}" for trace_id in asked
