@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from bench import _payloads
-from latencylens_collector.analysis.row_work import ReadBack
+from latencylens_collector.analysis.row_work import ReadBack, ReadPart
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.settings import Settings, chdb_dsn
@@ -73,7 +73,7 @@ def pages(trace_ids: Sequence[bytes]) -> list[Sequence[bytes]]:
 def read_back(store: Store, trace_ids: Sequence[bytes]) -> list[ReadBack]:
     """The traces read back a page at a time, as the engine path's writer reads them."""
     return [
-        ReadBack((("default", trace_state.stored_traces_unparsed(store, page, "default")),), 0)
+        ReadBack((ReadPart("default", trace_state.stored_traces_unparsed(store, page, "default")),), 0)
         for page in pages(trace_ids)
     ]
 
