@@ -9,14 +9,16 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from otlp_builders import new_span_id, new_trace_id, protobuf_body, recent_base_ns, span
 
 from latencylens_collector.analysis.records import SpanRow
-from latencylens_collector.analysis.row_work import build_rows
+from latencylens_collector.analysis.row_work import ReadBack, build_rows
 from latencylens_collector.intake import otlp
 from latencylens_collector.pipeline.ingest import Ingestor
 from latencylens_collector.pipeline.reconciler import Reconciler
+from latencylens_collector.pipeline.row_processes import RowProcess
 from latencylens_collector.settings import Settings
 from latencylens_collector.storage.otlp_sql import BodyLimits
 from latencylens_collector.storage.store import Store
@@ -65,6 +67,11 @@ def _row(store: Store, trace: int, reconcile: bool = True) -> dict[str, Any]:
     return row
 
 
+def _rows_read(read: ReadBack) -> int:
+    """Span rows a read-back got from the store, for all its projects."""
+    return sum(len(json.loads(part.columns_json)[0]) for part in read.parts)
+
+
 def _decoded(body: bytes) -> list[SpanRow]:
     limits = otlp.Limits.of(Settings(environ={}), now_ns=recent_base_ns())
     return otlp.decode(body, as_json=False, project="default", limits=limits).spans
@@ -94,7 +101,7 @@ def test_pieces_on_the_engine_path_are_read_back_only_while_the_trace_is_under_t
         [verdict] = stored.verdicts
         assert verdict is not None and verdict.stored_all
         read = ingestor.read_back(stored)
-        reads.append(sum(len(json.loads(part.columns_json)[0]) for part in read.parts))
+        reads.append(_rows_read(read))
         ingestor.write_built(build_rows(read))
     # The engine path reads back every trace it touched (its spans are not in memory). Pieces 1,
     # 2 and 3 find 4, 8 and 12 spans stored (at most CAP before each): rows built from
@@ -118,9 +125,28 @@ def test_a_trace_found_past_its_cap_is_read_again_by_a_new_ingestor(store: Store
     for _ in range(2):
         stored = after.insert_bodies([("default", bodies[-1], _engine_limits())], uuid.uuid4().hex)
         read = after.read_back(stored)
-        reads.append(sum(len(json.loads(part.columns_json)[0]) for part in read.parts))
+        reads.append(_rows_read(read))
         after.write_built(build_rows(read))
     assert reads == [CAP + PIECE + 1, 0]
+
+
+def test_the_worker_process_names_the_trace_past_its_cap(store: Store) -> None:
+    """The parse that leaves a trace out runs in the row-building process: what it names must
+    reach the collector with the rows (laid out as a table there)."""
+    trace, bodies = _pieces()
+    ingestor = Ingestor(store)
+    process = RowProcess()
+    try:
+        for body in bodies[:4]:  # the fourth finds 16 spans stored: past CAP + its 4
+            stored = ingestor.insert_bodies([("default", body, _engine_limits())], uuid.uuid4().hex)
+            built = process.start(ingestor.read_back(stored)).result()
+            ingestor.write_built(built)
+        assert process.fallbacks == 0 and isinstance(built.rows, pa.Table)
+        assert built.past_cap == (("default", trace.to_bytes(16, "big")),) and built.spans == 0
+        stored = ingestor.insert_bodies([("default", bodies[4], _engine_limits())], uuid.uuid4().hex)
+        assert ingestor.read_back(stored).parts == ()
+    finally:
+        process.stop()
 
 
 def test_a_trace_in_one_batch_is_still_rowed_at_once_whatever_its_size(store: Store) -> None:
