@@ -53,7 +53,7 @@ span's insert stamp in µs."""
 
 
 UNCAPPED: Final = 2**64 - 1
-"""A :class:`ReadPart`'s ``most_spans`` when its traces have no cap."""
+"""A ``most_spans`` that caps no trace (the largest a UInt64 holds)."""
 
 
 class ReadPart(NamedTuple):
