@@ -21,6 +21,13 @@ size stored. Two earlier forms of the read-back are measured beside it: with eac
 counted first, in a subquery, to leave out traces past their cap (which read the key columns of
 every granule touched a second time), and before that, with its filter in ``WHERE`` under
 ``FINAL`` (which ClickHouse keeps out of ``PREWHERE``).
+
+``spans`` is partitioned by day of ``start_time``, and a collector that keeps spans for weeks holds
+many days. Last, the largest size is stored again over :data:`DAYS` days (a copy a day, back, each
+day's part merged), a batch is stored on the newest day, and its reads are measured as they are
+(over every day) and, for what a bound would save, over the batch's days only (a day either side of
+its spans' starts: the partitions of other days pruned). The collector does not bound its reads
+so yet.
 """
 
 from __future__ import annotations
@@ -64,16 +71,18 @@ _BEFORE: Final = _CAP_SUBQUERY.replace("PREWHERE", "WHERE", 1)
 ``PREWHERE`` under ``FINAL``."""
 
 
-def _copy(store: Store, copy: int, ids: str, traces: int | None = None) -> None:
+def _copy(store: Store, copy: int, ids: str, traces: int | None = None, days_back: int = 0) -> None:
     """The source spans again (of its first ``traces`` traces only, when given), each trace under a
-    new id (``ids``: an expression of ``trace_id`` and ``{copy}``), with a fresh insert stamp."""
+    new id (``ids``: an expression of ``trace_id`` and ``{copy}``), with a fresh insert stamp,
+    starting ``days_back`` days earlier."""
     source = store.table("read_back_source")
     if traces is not None:
         first = f"SELECT DISTINCT trace_id FROM {source} ORDER BY trace_id LIMIT {traces}"
         source = f"(SELECT * FROM {source} WHERE trace_id IN ({first}))"
     store.command(
         f"INSERT INTO {store.table('spans')} SELECT * REPLACE "
-        f"({ids.format(copy=copy)} AS trace_id, now64(6) AS inserted_at) FROM {source}"
+        f"({ids.format(copy=copy)} AS trace_id, now64(6) AS inserted_at, "
+        f"start_time - toIntervalDay({days_back}) AS start_time) FROM {source}"
     )
 
 
@@ -114,6 +123,17 @@ def _reads(store: Store, batch_ids: list[bytes]) -> dict[str, float]:
     }
 
 
+def _last_batch(store: Store) -> list[bytes]:
+    """The trace ids of the last insert into ``spans`` (a batch of :data:`BATCH_TRACES`)."""
+    spans = store.table("spans")
+    last = f"inserted_at = (SELECT max(inserted_at) FROM {spans})"
+    ids = [
+        bytes(row["trace_id"]) for row in store.query(f"SELECT DISTINCT trace_id FROM {spans} WHERE {last}")
+    ]
+    assert len(ids) == BATCH_TRACES, len(ids)
+    return ids
+
+
 def _grow(store: Store, ids: str, source_spans: int) -> dict[int, dict[str, float]]:
     """Copies up to each of :data:`SIZES`, a batch stored and read at each."""
     spans = store.table("spans")
@@ -127,17 +147,77 @@ def _grow(store: Store, ids: str, source_spans: int) -> dict[int, dict[str, floa
         store.command(f"OPTIMIZE TABLE {spans} FINAL")  # one part: the fewest granules a read can touch
         copy += 1
         _copy(store, copy, ids, BATCH_TRACES)  # the batch: its own insert, stored last
-        batch = [
-            bytes(row["trace_id"])
-            for row in store.query(
-                f"SELECT DISTINCT trace_id FROM {spans} "
-                f"WHERE inserted_at = (SELECT max(inserted_at) FROM {spans})"
-            )
-        ]
-        assert len(batch) == BATCH_TRACES, len(batch)
+        batch = _last_batch(store)
         figures[stored] = _reads(store, batch)
         print(f"    {stored:>10,} spans stored: {figures[stored]}", flush=True)
     return figures
+
+
+DAYS: Final = 30
+"""Days the spans of :func:`_spread` start on: ``spans`` is partitioned by day of ``start_time``."""
+_DAY_NS: Final = 86_400 * 10**9
+_BETWEEN: Final = (
+    "start_time BETWEEN fromUnixTimestamp64Nano({{from_ns:Int64}}, 'UTC') "
+    "AND fromUnixTimestamp64Nano({{to_ns:Int64}}, 'UTC')"
+)
+"""A query parameter's braces doubled: the templates it goes into are formatted once more."""
+_READ_BACK_DAYS: Final = trace_state._STORED_SPANS_READ_BACK.replace(
+    "\nORDER BY", f"\nWHERE {_BETWEEN}\nORDER BY", 1
+)
+"""The read-back of the batch's days only (a day either side of its spans' starts). Under ``FINAL``
+ClickHouse 26.3 and later prunes no partition by a ``WHERE`` unless told
+(``defer_partition_pruning_after_final = 0``): a span's copies in other partitions could win."""
+_STAMPS_DAYS: Final = trace_state._STAMPS.replace("\nGROUP BY", f" AND {_BETWEEN}\nGROUP BY", 1)
+"""The stamps of the batch's days only (no ``FINAL``: partitions are pruned as for any read)."""
+
+
+def _spread(store: Store, source_spans: int) -> dict[str, float]:
+    """The largest of :data:`SIZES` in spans again, over :data:`DAYS` days (a copy a day, back),
+    merged; then a batch on the first day, read back and stamped, over every day and over its own
+    days only."""
+    spans = store.table("spans")
+    store.command(f"TRUNCATE TABLE {spans}")
+    copy = 0
+    while (copy + 1) * source_spans <= SIZES[-1]:
+        copy += 1
+        _copy(store, copy, _RANDOM, days_back=copy % DAYS)
+    store.command(f"OPTIMIZE TABLE {spans} FINAL")
+    _copy(store, copy + 1, _RANDOM, BATCH_TRACES)
+    batch = _last_batch(store)
+    [bounds] = store.query(
+        "SELECT toUnixTimestamp64Nano(min(start_time)) AS first, "
+        f"toUnixTimestamp64Nano(max(start_time)) AS last, uniqExact(_partition_id) AS days FROM {spans} "
+        f"WHERE inserted_at = (SELECT max(inserted_at) FROM {spans})"
+    )
+    assert bounds["days"] == 1, bounds
+    [stored] = store.query(f"SELECT count() AS spans, uniqExact(_partition_id) AS days FROM {spans}")
+    print(f"    {stored['spans']:,} spans stored over {stored['days']} days", flush=True)
+    ids = trace_ids_param(batch)
+    days = {"from_ns": int(bounds["first"]) - _DAY_NS, "to_ns": int(bounds["last"]) + _DAY_NS}
+    params = {"project": "default", "trace_ids": ids, "most_spans_and_one": 2**63}
+    every_day = trace_state._STORED_SPANS_READ_BACK.format(spans=spans, ids_set=TRACE_IDS_SET)
+    own_days = (
+        _READ_BACK_DAYS.format(spans=spans, ids_set=TRACE_IDS_SET)
+        + "\nSETTINGS defer_partition_pruning_after_final = 0, output_format_json_quote_64bit_integers = 0, "
+        "output_format_json_validate_utf8 = 1"
+    )
+
+    def read_own_days() -> bytes:
+        return bytes(
+            store.client.raw_query(own_days, parameters={**params, **days}, fmt="JSONCompactColumns")
+        )
+
+    stamps_own_days = _STAMPS_DAYS.format(spans=spans, ids_set=TRACE_IDS_SET)
+    stamp_params = {"project": "default", "trace_ids": ids, **days}
+    assert read_own_days() == store.query_json_columns(every_day, params)
+    assert len(store.query(stamps_own_days, stamp_params)) == BATCH_TRACES
+    return {
+        "days": stored["days"],
+        "read_back": _median_cpu_ms(lambda: store.query_json_columns(every_day, params)),
+        "read_back_days": _median_cpu_ms(read_own_days),
+        "stamps": _median_cpu_ms(lambda: trace_state.stamps(store, batch, "default")),
+        "stamps_days": _median_cpu_ms(lambda: store.query(stamps_own_days, stamp_params)),
+    }
 
 
 def run(report: Any) -> None:
@@ -149,6 +229,7 @@ def run(report: Any) -> None:
         store.command(f"INSERT INTO {source} SELECT * FROM {spans} FINAL")
         random = _grow(store, _RANDOM, source_spans)
         ascending = _grow(store, _ASCENDING, source_spans)
+        spread = _spread(store, source_spans)
     finally:
         _stored_traces.drop(store)
     sizes = sorted(random)
@@ -197,4 +278,32 @@ def run(report: Any) -> None:
         "ms CPU",
         f"{ascending[sizes[0]]['read_back']:.1f} ms at {sizes[0]:,}; against random ids at {sizes[0]:,}",
         ratio=ascending[last]["read_back"] / base["read_back"],
+    )
+    report.add(
+        f"read-back with {last:,} spans stored over {spread['days']:.0f} days (daily partitions), "
+        f"random ids, against {last:,} in one day",
+        spread["read_back"],
+        "ms CPU",
+        ratio=spread["read_back"] / random[last]["read_back"],
+    )
+    report.add(
+        "the same, read from the batch's days only (a day either side), against every day",
+        spread["read_back_days"],
+        "ms CPU",
+        "not what the collector does yet: partitions pruned under FINAL",
+        ratio=spread["read_back_days"] / spread["read_back"],
+    )
+    report.add(
+        f"the Python path's stamps with {last:,} spans over {spread['days']:.0f} days, "
+        f"against {last:,} in one day",
+        spread["stamps"],
+        "ms CPU",
+        ratio=spread["stamps"] / random[last]["stamps"],
+    )
+    report.add(
+        "the same, stamped from the batch's days only, against every day",
+        spread["stamps_days"],
+        "ms CPU",
+        "not what the collector does yet",
+        ratio=spread["stamps_days"] / spread["stamps"],
     )
