@@ -173,8 +173,8 @@ _STAMPS_DAYS: Final = trace_state._STAMPS.replace("\nGROUP BY", f" AND {_BETWEEN
 
 def _spread(store: Store, source_spans: int) -> dict[str, float]:
     """The largest of :data:`SIZES` in spans again, over :data:`DAYS` days (a copy a day, back),
-    merged; then a batch on the first day, read back and stamped, over every day and over its own
-    days only."""
+    merged; then a batch on the newest day, read back and stamped, over every day and over its
+    own days only."""
     spans = store.table("spans")
     store.command(f"TRUNCATE TABLE {spans}")
     copy = 0
@@ -249,20 +249,17 @@ def run(report: Any) -> None:
             f"{random[size]['read_back'] / batch_spans * 1e3:.1f} µs a span of the batch",
             ratio=random[size]["read_back"] / base["read_back"],
         )
-    for size in sizes:
-        report.add(
-            f"the read-back with its cap counted first (a subquery), {size:,} spans stored, against today's",
-            random[size]["read_back_subquery"],
-            "ms CPU",
-            ratio=random[size]["read_back_subquery"] / random[size]["read_back"],
-        )
-    for size in sizes:
-        report.add(
-            f"the read-back before that (WHERE under FINAL), {size:,} spans stored, against today's",
-            random[size]["read_back_before"],
-            "ms CPU",
-            ratio=random[size]["read_back_before"] / random[size]["read_back"],
-        )
+    for form, label in (
+        ("read_back_subquery", "the read-back with its cap counted first (a subquery)"),
+        ("read_back_before", "the read-back before that (WHERE under FINAL)"),
+    ):
+        for size in sizes:
+            report.add(
+                f"{label}, {size:,} spans stored, against today's",
+                random[size][form],
+                "ms CPU",
+                ratio=random[size][form] / random[size]["read_back"],
+            )
     for size in sizes[1:]:
         report.add(
             f"the Python path's stamps of a batch, {size:,} spans stored, against {sizes[0]:,}",
