@@ -19,6 +19,11 @@ what a piece reads is bounded by the cap plus the piece. The engine path, which 
 at most that many spans of a trace from the store, and once it finds a trace past its cap reads it
 no more (:meth:`Ingestor.read_back`). The row of a larger trace is the reconciler's, from all its
 spans, once it has settled.
+
+Those reads look only near the batch: at spans that start within a day of its own spans' starts
+(:class:`~latencylens_collector.storage.trace_state.Near`), so they touch three days of ``spans``
+however many days it keeps. A trace with spans further apart gets a row from what is near, and
+the reconciler its full row once it has settled.
 """
 
 from __future__ import annotations
@@ -244,10 +249,12 @@ class Ingestor:
         after a restart, or once it is no longer among the last :data:`PAST_CAP_KEPT`)."""
         touched: dict[str, set[bytes]] = defaultdict(set)
         stored_spans: dict[str, int] = defaultdict(int)
+        starts: dict[str, list[otlp_sql.Verdict]] = defaultdict(list)
         for verdict in stored.verdicts:
             if verdict is not None and (projects is None or verdict.project in projects):
                 touched[verdict.project] |= verdict.trace_ids
                 stored_spans[verdict.project] += verdict.spans
+                starts[verdict.project].append(verdict)
         parts: list[ReadPart] = []
         for project, trace_ids in touched.items():
             if self._past_cap:
@@ -258,14 +265,16 @@ class Ingestor:
             # The batch's spans are not in memory: its spans of the project, counted as if all
             # were the trace's, bound from below what the trace held before it (_was_past_cap).
             most_spans = self.max_trace_spans + stored_spans[project]
-            read = trace_state.stored_traces_unparsed(self.store, trace_ids, project, most_spans)
+            near = _near_verdicts(starts[project])
+            read = trace_state.stored_traces_unparsed(self.store, trace_ids, project, most_spans, near)
             parts.append(ReadPart(project, read, most_spans))
         return ReadBack(tuple(parts), sum(stored_spans.values()))
 
     def _traces_to_build(self, project: str, batch: dict[bytes, list[SpanRow]]) -> list[TraceToBuild]:
         """What the rows of each trace in ``batch`` are built from: the batch alone when it holds
         the trace whole (:func:`_whole`), else the trace read back and joined with the batch."""
-        stamps = trace_state.stamps(self.store, batch, project)
+        near = _near_spans(batch)
+        stamps = trace_state.stamps(self.store, batch, project, near)
         traces: list[TraceToBuild] = []
         read_back: list[bytes] = []
         for trace_id, trace_spans in batch.items():
@@ -278,15 +287,20 @@ class Ingestor:
             # piece would cost each piece the trace so far (quadratic); the reconciler writes its
             # row from all its spans once it has settled, reading it once.
         if read_back:
-            traces.extend(self._read_back(project, read_back, batch))
+            traces.extend(self._read_back(project, read_back, batch, near))
         return traces
 
     def _read_back(
-        self, project: str, trace_ids: Sequence[bytes], batch: dict[bytes, list[SpanRow]]
+        self,
+        project: str,
+        trace_ids: Sequence[bytes],
+        batch: dict[bytes, list[SpanRow]],
+        near: trace_state.Near,
     ) -> list[TraceToBuild]:
-        """Traces read back from storage, joined with the batch's own spans of them."""
+        """Traces read back from storage (their spans ``near`` the batch's), joined with the batch's
+        own spans of them."""
         traces: list[TraceToBuild] = []
-        stored = trace_state.stored_traces(self.store, trace_ids, project)
+        stored = trace_state.stored_traces(self.store, trace_ids, project, near)
         self.spans_read_back += sum(len(trace.spans) for trace in stored.values())
         for trace_id in trace_ids:
             found = stored.get(trace_id)
@@ -305,6 +319,22 @@ class Ingestor:
         """Whether the trace had more than ``max_trace_spans`` spans stored before this batch, which
         brought at most ``batch_spans`` of those stored now."""
         return stamp is not None and stamp.spans - batch_spans > self.max_trace_spans
+
+
+def _near_spans(batch: dict[bytes, list[SpanRow]]) -> trace_state.Near:
+    """Where the batch's spans start, for the reads of their traces (:data:`~.trace_state.NEAR_NS`)."""
+    starts = [span.start_ns for spans in batch.values() for span in spans]
+    return trace_state.Near.of(min(starts), max(starts))
+
+
+def _near_verdicts(verdicts: Sequence[otlp_sql.Verdict]) -> trace_state.Near | None:
+    """Where the stored spans of these bodies start; None when a verdict does not say (written by
+    an earlier collector's views): the read is then not bounded."""
+    if any(verdict.first_start_ns == 0 for verdict in verdicts if verdict.trace_spans):
+        return None
+    firsts = [verdict.first_start_ns for verdict in verdicts if verdict.trace_spans]
+    lasts = [verdict.last_start_ns for verdict in verdicts if verdict.trace_spans]
+    return trace_state.Near.of(min(firsts), max(lasts)) if firsts else None
 
 
 def _whole(spans: Sequence[SpanRow], stamp: trace_state.Stamp) -> bool:

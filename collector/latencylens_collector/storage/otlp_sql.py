@@ -618,10 +618,13 @@ _SPAN_COLUMNS_SQL: Final = (
 _VERDICT_SELECT: Final = (
     "SELECT batch, seq, toUInt32(count()) AS spans, toUInt32(countIf(NOT plain)) AS not_plain, "
     "any(project) AS project, (sumMapIf([trace_id], [toUInt32(1)], plain)).1 AS trace_ids, "
-    "(sumMapIf([trace_id], [toUInt32(1)], plain)).2 AS trace_spans"
+    "(sumMapIf([trace_id], [toUInt32(1)], plain)).2 AS trace_spans, "
+    "toUnixTimestamp64Nano(minIf(start_time, plain)) AS first_start_ns, "
+    "toUnixTimestamp64Nano(maxIf(start_time, plain)) AS last_start_ns"
 )
 """One row per body: its spans, those not plain, and the plain ones' traces with how many spans of
-each it stored (``trace_ids`` and ``trace_spans`` in step, for the per-trace span cap)."""
+each it stored (``trace_ids`` and ``trace_spans`` in step, for the per-trace span cap), and their
+earliest and latest start (what the read-back of their traces looks near)."""
 
 
 def statements(database: str, cluster: str | None = None) -> list[str]:
@@ -644,7 +647,8 @@ def statements(database: str, cluster: str | None = None) -> list[str]:
         "batch String, seq UInt32, "
         "spans UInt32, not_plain UInt32, project LowCardinality(String), trace_ids Array(FixedString(16))) "
         "ENGINE = MergeTree ORDER BY (batch, seq) TTL inserted + toIntervalDay(1)",
-        f"ALTER TABLE {db}.{VERDICTS}{on} ADD COLUMN IF NOT EXISTS trace_spans Array(UInt32)",
+        f"ALTER TABLE {db}.{VERDICTS}{on} ADD COLUMN IF NOT EXISTS trace_spans Array(UInt32), "
+        "ADD COLUMN IF NOT EXISTS first_start_ns Int64, ADD COLUMN IF NOT EXISTS last_start_ns Int64",
         *plain[3:],
         *_view_set(db, on, with_events=True),
     ]
@@ -690,6 +694,10 @@ class Verdict:
     project: str = ""
     trace_spans: dict[bytes, int] = field(default_factory=dict)
     """Spans it stored, by trace (the per-trace span cap counts them)."""
+    first_start_ns: int = 0
+    last_start_ns: int = 0
+    """The earliest and latest start of the spans it stored; 0 when not known (a verdict written by
+    an earlier collector's views, which did not record them)."""
 
     @property
     def trace_ids(self) -> set[bytes]:
@@ -704,7 +712,8 @@ class Verdict:
 def verdicts_sql(database: str) -> str:
     return (
         f"SELECT seq, sum(spans) AS spans, sum(not_plain) AS not_plain, any(project) AS project, "
-        f"(sumMap(trace_ids, trace_spans)).1 AS ids, (sumMap(trace_ids, trace_spans)).2 AS counts "
+        f"(sumMap(trace_ids, trace_spans)).1 AS ids, (sumMap(trace_ids, trace_spans)).2 AS counts, "
+        "min(first_start_ns) AS first_start_ns, max(last_start_ns) AS last_start_ns "
         f"FROM {database}.{VERDICTS} "
         "WHERE batch = {batch:String} GROUP BY seq"
     )
@@ -729,6 +738,8 @@ def read_verdicts(rows: Sequence[dict[str, object]], bodies: int) -> list[Verdic
                     bytes(t) if not isinstance(t, str) else t.encode("latin-1"): int(n)
                     for t, n in zip(ids, row["counts"], strict=True)  # type: ignore[call-overload]
                 },
+                int(row["first_start_ns"]),  # type: ignore[call-overload]
+                int(row["last_start_ns"]),  # type: ignore[call-overload]
             )
     return out
 

@@ -105,6 +105,19 @@ _JSON_COLUMNS_SETTINGS: Final = (
     "SETTINGS output_format_json_quote_64bit_integers = 0, output_format_json_validate_utf8 = 1"
 )
 
+_DEFER_PRUNING: Final = "defer_partition_pruning_after_final"
+
+
+def settings_sql(settings: Mapping[str, int], first: bool = True) -> str:
+    """``settings`` as a ``SETTINGS`` clause (``first``) or its continuation, for SQL that carries
+    its settings in its text; empty when there are none. Names come from code, values are
+    integers."""
+    if not settings:
+        return ""
+    listed = ", ".join(f"{name} = {int(value)}" for name, value in settings.items())
+    return f"\nSETTINGS {listed}" if first else f", {listed}"
+
+
 _SPAN_SELECT = """
 SELECT project, trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, status_message,
@@ -169,6 +182,8 @@ class Store:
         self._migrated = False
         self._otlp_settings: dict[bool, dict[str, object]] | None = None
         """The OTLP bodies' INSERT settings, set once the landing views exist."""
+        self._near_settings: dict[str, int] | None = None
+        """What a read under FINAL bounded by start needs to prune partitions (:meth:`near_settings`)."""
 
     @classmethod
     def connect(cls, settings: Settings) -> Store:
@@ -239,15 +254,17 @@ class Store:
         with self._guard("querying") as client:
             return list(client.query(sql, parameters=dict(parameters or {})).result_columns)
 
-    def query_json_columns(self, sql: str, parameters: Mapping[str, Any] | None = None) -> bytes:
+    def query_json_columns(
+        self, sql: str, parameters: Mapping[str, Any] | None = None, settings: Mapping[str, int] | None = None
+    ) -> bytes:
         """The result as ClickHouse writes it (``JSONCompactColumns``: a list per column), unparsed:
         for a caller that hands it to another process to parse. 64-bit integers come as numbers,
         and invalid UTF-8 (none is stored: ingest repairs it) would come as U+FFFD, never break
-        the JSON. Those settings ride in the SQL (``sql`` must have no ``SETTINGS`` of its own):
-        given apart, the embedded client sets and restores each around the query, five more
-        statements (≈ 5 ms) on every read-back."""
+        the JSON. Those settings ride in the SQL, with ``settings`` (``sql`` must have no
+        ``SETTINGS`` of its own): given apart, the embedded client sets and restores each around the
+        query, five more statements (≈ 5 ms) on every read-back."""
         with self._guard("querying") as client:
-            sql = f"{sql}\n{_JSON_COLUMNS_SETTINGS}"
+            sql = f"{sql}\n{_JSON_COLUMNS_SETTINGS}{settings_sql(settings or {}, first=False)}"
             return bytes(client.raw_query(sql, parameters=dict(parameters or {}), fmt="JSONCompactColumns"))
 
     def insert(
@@ -275,6 +292,18 @@ class Store:
         server needs nothing."""
         if is_chdb(self.settings.clickhouse_dsn):
             _claim_directory(chdb_path(self.settings.clickhouse_dsn))
+
+    def near_settings(self) -> dict[str, int]:
+        """The settings a read under ``FINAL`` needs to prune ``spans``' daily partitions by a bound on
+        ``start_time``, asked of the server once. ClickHouse 26.3 and later prunes none by a
+        ``WHERE`` under ``FINAL`` unless ``defer_partition_pruning_after_final = 0`` (a partition's
+        copy of a row could be outdone by another partition's); older servers prune by it and
+        refuse that setting as unknown. Raises StorageError."""
+        if self._near_settings is None:
+            asked = "SELECT name FROM system.settings WHERE name = {name:String}"
+            known = self.query(asked, {"name": _DEFER_PRUNING})
+            self._near_settings = {_DEFER_PRUNING: 0} if known else {}
+        return self._near_settings
 
     def now_ns(self) -> int:
         """The store's clock (ClickHouse's ``now64``), in ns since the epoch.
@@ -449,4 +478,5 @@ __all__ = [
     "StorageUnavailable",
     "Store",
     "server_settings",
+    "settings_sql",
 ]

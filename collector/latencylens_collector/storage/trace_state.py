@@ -3,7 +3,9 @@ recently stamped, its spans with those stamps, and, of the traces touched in a m
 whose request rows are not what their stored spans give.
 
 Stamps are ClickHouse's own (``spans.inserted_at``, ``DEFAULT now64(6)``), so versions computed
-from them never depend on a collector's clock. Every read here is one query.
+from them never depend on a collector's clock. Every read here is one query (and the first
+bounded read under ``FINAL`` asks the server, once, which settings it needs: :meth:`Store.near_settings
+<latencylens_collector.storage.store.Store.near_settings>`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Final, NamedTuple, cast
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.request_rows import SPAN_COUNT_BITS, STAMP_BITS, STAMP_EPOCH_MS
 from latencylens_collector.analysis.row_work import READ_BACK_COLUMNS, UNCAPPED
-from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.store import Store, settings_sql
 from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
 
 
@@ -42,13 +44,45 @@ class StoredTrace:
     last_insert_us: int
 
 
+NEAR_NS: Final = 86_400 * 10**9
+"""How far from a batch's spans' starts the reads after its insert look for the rest of their
+traces: a day either side. ``spans`` is partitioned by day of start, so those reads touch three
+days' partitions however many days are kept. A trace with spans further apart gets a row from
+what is near; the reconciler, which reads without this bound, writes its full row once it has
+settled."""
+
+
+class Near(NamedTuple):
+    """The starts (ns) a read by trace id looks between."""
+
+    from_ns: int
+    to_ns: int
+
+    @classmethod
+    def of(cls, first_start_ns: int, last_start_ns: int) -> Near:
+        """:data:`NEAR_NS` either side of a batch's earliest and latest span start."""
+        return cls(first_start_ns - NEAR_NS, last_start_ns + NEAR_NS)
+
+
+_NEAR: Final = (
+    " AND start_time BETWEEN fromUnixTimestamp64Nano({from_ns:Int64}, 'UTC') "
+    "AND fromUnixTimestamp64Nano({to_ns:Int64}, 'UTC')"
+)
+"""The condition a :class:`Near` puts on a read (``{near}`` in the templates below)."""
+
+
+def _near(near: Near | None) -> tuple[str, dict[str, int]]:
+    """The condition and parameters of a bound, or none."""
+    return ("", {}) if near is None else (_NEAR, near._asdict())
+
+
 _STAMPS: Final = """
 SELECT trace_id, count() AS stored, uniqExact(span_id) AS spans,
        toUnixTimestamp64Micro(max(inserted_at)) AS last_insert_us,
        toUnixTimestamp64Nano(min(start_time)) AS first_start_ns,
        toUnixTimestamp64Nano(max(start_time)) AS last_start_ns
 FROM {spans}
-WHERE project = {{project:String}} AND trace_id IN {ids_set}
+WHERE project = {{project:String}} AND trace_id IN {ids_set}{near}
 GROUP BY trace_id
 """
 """No FINAL: the key columns, the stamp and the start are all it reads. The latest stamp is the same with or
@@ -59,7 +93,7 @@ SELECT trace_id, span_id, parent_span_id, service, name, span_kind, kind,
        toUnixTimestamp64Nano(start_time) AS start_ns, duration_ns, status_code, '' AS no_message,
        attributes, toUnixTimestamp64Micro(inserted_at) AS inserted_us
 FROM {spans} FINAL
-PREWHERE project = {{project:String}} AND trace_id IN {ids_set}
+PREWHERE project = {{project:String}} AND trace_id IN {ids_set}{near}
 ORDER BY start_ns, span_id
 """
 """The columns request rows are built from (not ``resource_attributes``, ``status_message`` nor
@@ -83,7 +117,7 @@ not the column of that name (JSON has no bytes: ids in hex)."""
 _STORED_SPANS_READ_BACK: Final = f"""
 SELECT {", ".join(f"{_READ_BACK_EXPRESSIONS.get(name, name)} AS {name}" for name in READ_BACK_COLUMNS)}
 FROM {{spans}} FINAL
-PREWHERE project = {{{{project:String}}}} AND trace_id IN {{ids_set}}
+PREWHERE project = {{{{project:String}}}} AND trace_id IN {{ids_set}}{{near}}
 ORDER BY start_ns, span_id
 LIMIT {{{{most_spans_and_one:UInt64}}}} BY trace_id
 """
@@ -206,25 +240,33 @@ def _stamp(row: Mapping[str, Any]) -> Stamp:
     )
 
 
-def stamps(store: Store, trace_ids: Iterable[bytes], project: str) -> dict[bytes, Stamp]:
-    """:class:`Stamp` of each trace with spans stored (others are absent)."""
+def stamps(
+    store: Store, trace_ids: Iterable[bytes], project: str, near: Near | None = None
+) -> dict[bytes, Stamp]:
+    """:class:`Stamp` of each trace with spans stored (others are absent), of its spans that start
+    ``near`` only when given."""
     ids = trace_ids_param(trace_ids)
     if not ids:
         return {}
-    sql = _STAMPS.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET)
-    rows = store.query(sql, {"project": project, "trace_ids": ids})
+    condition, bounds = _near(near)
+    sql = _STAMPS.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET, near=condition)
+    rows = store.query(sql, {"project": project, "trace_ids": ids, **bounds})
     return {bytes(row["trace_id"]): _stamp(row) for row in rows}
 
 
-def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dict[bytes, StoredTrace]:
-    """Every stored span of each trace, in start order, with the latest stamp among them."""
+def stored_traces(
+    store: Store, trace_ids: Iterable[bytes], project: str, near: Near | None = None
+) -> dict[bytes, StoredTrace]:
+    """Every stored span of each trace (that starts ``near``, when given), in start order, with the
+    latest stamp among them."""
     ids = trace_ids_param(trace_ids)
     if not ids:
         return {}
-    columns = store.query_columns(
-        _STORED_SPANS.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET),
-        {"project": project, "trace_ids": ids},
-    )
+    condition, bounds = _near(near)
+    sql = _STORED_SPANS.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET, near=condition)
+    if near is not None:
+        sql += settings_sql(store.near_settings())
+    columns = store.query_columns(sql, {"project": project, "trace_ids": ids, **bounds})
     if not columns:  # no row: no columns either
         return {}
     inserted = columns.pop()
@@ -240,19 +282,25 @@ def stored_traces(store: Store, trace_ids: Iterable[bytes], project: str) -> dic
 
 
 def stored_traces_unparsed(
-    store: Store, trace_ids: Iterable[bytes], project: str, most_spans: int = UNCAPPED
+    store: Store,
+    trace_ids: Iterable[bytes],
+    project: str,
+    most_spans: int = UNCAPPED,
+    near: Near | None = None,
 ) -> bytes:
     """What :func:`stored_traces` reads, as ClickHouse writes it out, for
     :class:`~latencylens_collector.analysis.row_work.ReadBack` to parse elsewhere: every span of a
     trace with at most ``most_spans`` distinct spans stored, ``most_spans + 1`` of any other
     (:data:`_STORED_SPANS_READ_BACK`)."""
-    sql = _STORED_SPANS_READ_BACK.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET)
+    condition, bounds = _near(near)
+    sql = _STORED_SPANS_READ_BACK.format(spans=store.table("spans"), ids_set=TRACE_IDS_SET, near=condition)
     params = {
         "project": project,
         "trace_ids": trace_ids_param(trace_ids),
         "most_spans_and_one": min(most_spans, UNCAPPED - 1) + 1,
+        **bounds,
     }
-    return store.query_json_columns(sql, params)
+    return store.query_json_columns(sql, params, store.near_settings() if near is not None else None)
 
 
 def touched_minutes(store: Store, window: Window) -> list[int]:

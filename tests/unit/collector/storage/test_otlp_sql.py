@@ -93,12 +93,14 @@ def test_a_cluster_insert_stores_spans_on_their_shards_before_it_returns() -> No
 def test_a_body_without_a_verdict_row_has_no_verdict() -> None:
     """Bodies 0 and 2 have rows; 1 has none (no span, or its verdict is on another node): None,
     so it takes the Python path, never counted as stored."""
+    starts = {"first_start_ns": 10, "last_start_ns": 20}
     rows = [
-        {"seq": 0, "spans": 4, "not_plain": 0, "project": "p", "ids": [b"t" * 16], "counts": [4]},
-        {"seq": 2, "spans": 3, "not_plain": 1, "project": "p", "ids": [b"u" * 16], "counts": [2]},
+        {"seq": 0, "spans": 4, "not_plain": 0, "project": "p", "ids": [b"t" * 16], "counts": [4], **starts},
+        {"seq": 2, "spans": 3, "not_plain": 1, "project": "p", "ids": [b"u" * 16], "counts": [2], **starts},
     ]
     first, missing, third = otlp_sql.read_verdicts(rows, 3)
     assert first is not None and first.stored_all and first.trace_spans == {b"t" * 16: 4}
+    assert (first.first_start_ns, first.last_start_ns) == (10, 20)
     assert missing is None
     assert third is not None and not third.stored_all
     assert otlp_sql.read_verdicts([], 2) == [None, None]
