@@ -23,11 +23,11 @@ every granule touched a second time), and before that, with its filter in ``WHER
 ``FINAL`` (which ClickHouse keeps out of ``PREWHERE``).
 
 ``spans`` is partitioned by day of ``start_time``, and a collector that keeps spans for weeks holds
-many days. Last, the largest size is stored again over :data:`DAYS` days (a copy a day, back, each
-day's part merged), a batch is stored on the newest day, and its reads are measured as they are
-(over every day) and, for what a bound would save, over the batch's days only (a day either side of
-its spans' starts: the partitions of other days pruned). The collector does not bound its reads
-so yet.
+many days. The collector reads near the batch only (a day either side of its spans' starts,
+``trace_state.Near``: the partitions of other days pruned), which on one day changes nothing. Last,
+the largest size is stored again over :data:`DAYS` days (a copy a day, back, each day's part
+merged), a batch is stored on the newest day, and its reads are measured near it and, as before
+the bound, over every day.
 """
 
 from __future__ import annotations
