@@ -340,7 +340,9 @@ def _near_verdicts(verdicts: Sequence[otlp_sql.Verdict]) -> trace_state.Near | N
 def _whole(spans: Sequence[SpanRow], stamp: trace_state.Stamp) -> bool:
     """Whether the stored spans of the trace are these, each once: as many rows as distinct ids as
     the batch has spans, spanning the same start times. Only another copy of the same spans can
-    look so (a replay elsewhere), so a batch whose own insert is not visible yet is read back."""
+    look so (a replay elsewhere), so a batch whose own insert is not visible yet is read back.
+    The stamp counts the spans near the batch only: spans of the trace further away are the
+    reconciler's to add."""
     starts = [span.start_ns for span in spans]
     return len({span.span_id for span in spans}) == len(spans) == stamp.stored == stamp.spans and (
         stamp.first_start_ns,
