@@ -6,6 +6,7 @@ a client that counts the calls it passes on."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -110,12 +111,19 @@ def test_perf_only_traces_with_earlier_spans_are_read_back(make_settings: Callab
 
     assert ingestor.ingest([late_call, *trace_rows(2, base)]) == 2
     queries = [target for kind, target in client.calls if kind == "query"]
-    assert len(queries) == 2  # the count, then the read-back of trace 1
-    read_back = queries[1]
+    # The count, the server's settings for a read near the batch under FINAL (asked once per
+    # store: Store.near_settings), then the read-back of trace 1.
+    assert len(queries) == 3 and "system.settings" in queries[1]
+    read_back = queries[2]
     assert "resource_attributes" not in read_back and "status_message" not in read_back
     db = store.database
     rows = store.query(f"SELECT hex(trace_id) AS t, span_count FROM {db}.requests FINAL ORDER BY t")
     assert rows == [{"t": f"{1:032X}", "span_count": 2}, {"t": f"{2:032X}", "span_count": 2}]
+
+    client.calls.clear()  # another late span of trace 1: the settings are not asked again
+    third = dataclasses.replace(trace_rows(1, base)[1], span_id=(99).to_bytes(8, "big"))
+    assert ingestor.ingest([third]) == 1
+    assert len([target for kind, target in client.calls if kind == "query"]) == 2
 
 
 def test_perf_arrow_insert_keeps_every_column(make_settings: Callable[..., Settings]) -> None:
