@@ -249,12 +249,12 @@ class Ingestor:
         after a restart, or once it is no longer among the last :data:`PAST_CAP_KEPT`)."""
         touched: dict[str, set[bytes]] = defaultdict(set)
         stored_spans: dict[str, int] = defaultdict(int)
-        starts: dict[str, list[otlp_sql.Verdict]] = defaultdict(list)
+        verdicts_of: dict[str, list[otlp_sql.Verdict]] = defaultdict(list)
         for verdict in stored.verdicts:
             if verdict is not None and (projects is None or verdict.project in projects):
                 touched[verdict.project] |= verdict.trace_ids
                 stored_spans[verdict.project] += verdict.spans
-                starts[verdict.project].append(verdict)
+                verdicts_of[verdict.project].append(verdict)
         parts: list[ReadPart] = []
         for project, trace_ids in touched.items():
             if self._past_cap:
@@ -265,7 +265,7 @@ class Ingestor:
             # The batch's spans are not in memory: its spans of the project, counted as if all
             # were the trace's, bound from below what the trace held before it (_was_past_cap).
             most_spans = self.max_trace_spans + stored_spans[project]
-            near = _near_verdicts(starts[project])
+            near = _near_verdicts(verdicts_of[project])
             read = trace_state.stored_traces_unparsed(self.store, trace_ids, project, most_spans, near)
             parts.append(ReadPart(project, read, most_spans))
         return ReadBack(tuple(parts), sum(stored_spans.values()))
@@ -330,11 +330,10 @@ def _near_spans(batch: dict[bytes, list[SpanRow]]) -> trace_state.Near:
 def _near_verdicts(verdicts: Sequence[otlp_sql.Verdict]) -> trace_state.Near | None:
     """Where the stored spans of these bodies start; None when a verdict does not say (written by
     an earlier collector's views): the read is then not bounded."""
-    if any(verdict.first_start_ns == 0 for verdict in verdicts if verdict.trace_spans):
+    stored = [verdict for verdict in verdicts if verdict.trace_spans]
+    if not stored or any(verdict.first_start_ns == 0 for verdict in stored):
         return None
-    firsts = [verdict.first_start_ns for verdict in verdicts if verdict.trace_spans]
-    lasts = [verdict.last_start_ns for verdict in verdicts if verdict.trace_spans]
-    return trace_state.Near.of(min(firsts), max(lasts)) if firsts else None
+    return trace_state.Near.of(min(v.first_start_ns for v in stored), max(v.last_start_ns for v in stored))
 
 
 def _whole(spans: Sequence[SpanRow], stamp: trace_state.Stamp) -> bool:
