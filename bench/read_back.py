@@ -199,13 +199,20 @@ def _spread(store: Store, source_spans: int) -> dict[str, float]:
     }
 
 
+def store_with_source(database: str) -> tuple[Store, int]:
+    """A fresh store holding the benchmark's traces in ``spans`` and, as the copies' source, in
+    ``read_back_source``; and how many spans that is."""
+    store = _stored_traces.fresh_store(database)
+    _, source_spans = _stored_traces.load(store)
+    source, spans = store.table("read_back_source"), store.table("spans")
+    store.command(f"CREATE TABLE {source} AS {spans}")
+    store.command(f"INSERT INTO {source} SELECT * FROM {spans} FINAL")
+    return store, source_spans
+
+
 def run(report: Any) -> None:
-    store = _stored_traces.fresh_store(DATABASE)
+    store, source_spans = store_with_source(DATABASE)
     try:
-        _, source_spans = _stored_traces.load(store)
-        source, spans = store.table("read_back_source"), store.table("spans")
-        store.command(f"CREATE TABLE {source} AS {spans}")
-        store.command(f"INSERT INTO {source} SELECT * FROM {spans} FINAL")
         random = _grow(store, _RANDOM, source_spans)
         ascending = _grow(store, _ASCENDING, source_spans)
         spread = _spread(store, source_spans)

@@ -1,0 +1,174 @@
+"""Reads by trace id on finer granules: does reading fewer rows make them cheaper?
+
+``bench read_back`` shows the reads a batch makes after its INSERT growing with the spans stored
+when trace ids are random: the batch's 1,600 traces fall in nearly every granule of 8,192 rows.
+Finer granules are the obvious lever: with 256 rows a granule, the same traces touch a tenth of the
+table's rows. Here the spans of ``bench read_back``'s largest size (random ids) are copied into
+tables that differ from ``spans`` only in ``index_granularity`` and, last, in the size of their
+compressed blocks (a granule read decompresses its whole block, 64 KiB to 1 MiB by default: many
+small granules share one). Each table holds the stored spans merged into one part and the batch in
+a part of its own, as right after the batch's INSERT; then everything merged into one part, as the
+reconciler and the API find a trace later. Each copy in turn takes ``spans``' name
+(``EXCHANGE TABLES``), and the collector's own reads of the batch (``trace_state.stamps`` and
+``trace_state.stored_traces_unparsed``, near the batch's starts) run on it, checked equal to the
+reads on ``spans`` as the migrations make it, which is the baseline. Beside the CPU, the granules
+the batch's key condition selects (``EXPLAIN indexes = 1``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from bench import _stored_traces
+from bench.read_back import (
+    _RANDOM,
+    BATCH_TRACES,
+    SIZES,
+    _copy,
+    _last_batch,
+    _median_cpu_ms,
+    store_with_source,
+)
+from latencylens_collector.storage import trace_state
+from latencylens_collector.storage.store import Store
+from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
+
+DATABASE: Final = "bench_read_granules"
+LAYOUTS: Final = (
+    ("1,024 rows a granule", "index_granularity = 1024"),
+    ("256 rows a granule", "index_granularity = 256"),
+    (
+        "256 rows a granule, compressed blocks of 2–4 KiB",
+        "index_granularity = 256, min_compress_block_size = 2048, max_compress_block_size = 4096",
+    ),
+)
+"""Each copy's table settings; its structure, engine and sorting key are ``spans``' own."""
+_GRANULES: Final = re.compile(r"Granules: (\d+)/(\d+)")
+
+
+def _granules(store: Store, batch: list[bytes]) -> tuple[int, int]:
+    """Granules the batch's key condition selects, of all the table's."""
+    sql = (
+        f"EXPLAIN indexes = 1 SELECT count() FROM {store.table('spans')} "
+        f"WHERE project = {{project:String}} AND trace_id IN {TRACE_IDS_SET}"
+    )
+    parameters = {"project": "default", "trace_ids": trace_ids_param(batch)}
+    found = [_GRANULES.search(row["explain"]) for row in store.query(sql, parameters)]
+    selected, total = [match.groups() for match in found if match][-1]  # the primary key's: the last
+    return int(selected), int(total)
+
+
+def _answers(store: Store, batch: list[bytes], near: trace_state.Near) -> tuple[Any, Any]:
+    """What the reads give, to check every layout gives the same: parsed, per trace (spans of
+    different traces with the same start may come in either order)."""
+    return (
+        trace_state.stamps(store, batch, "default", near),
+        trace_state.stored_traces(store, batch, "default", near),
+    )
+
+
+def _read_back_ms(store: Store, batch: list[bytes], near: trace_state.Near) -> float:
+    return _median_cpu_ms(lambda: trace_state.stored_traces_unparsed(store, batch, "default", near=near))
+
+
+def _measure(store: Store, batch: list[bytes], near: trace_state.Near) -> dict[str, Any]:
+    """The reads with the batch in a part of its own, then with everything merged into one part."""
+    spans = store.table("spans")
+    selected, total = _granules(store, batch)
+    figures: dict[str, Any] = {
+        "stamps": _median_cpu_ms(lambda: trace_state.stamps(store, batch, "default", near)),
+        "read_back": _read_back_ms(store, batch, near),
+        "granules": selected,
+        "of": total,
+        "answers": _answers(store, batch, near),
+    }
+    store.command(f"OPTIMIZE TABLE {spans} FINAL")
+    figures["merged"] = _read_back_ms(store, batch, near)
+    assert _answers(store, batch, near) == figures["answers"]
+    return figures
+
+
+def _copy_as_stored(store: Store, layout: str) -> None:
+    """``spans``' rows into ``layout`` as ``spans`` holds them: the stored spans merged into one
+    part, then the batch (the last insert) in a part of its own."""
+    spans = store.table("spans")
+    last = f"(SELECT max(inserted_at) FROM {spans})"
+    store.command(f"INSERT INTO {layout} SELECT * FROM {spans} WHERE inserted_at < {last}")
+    store.command(f"OPTIMIZE TABLE {layout} FINAL")
+    store.command(f"INSERT INTO {layout} SELECT * FROM {spans} WHERE inserted_at = {last}")
+
+
+def run(report: Any) -> None:
+    store, source_spans = store_with_source(DATABASE)
+    spans = store.table("spans")
+    try:
+        store.command(f"TRUNCATE TABLE {spans}")
+        stored, copy = 0, 0
+        while stored + source_spans <= SIZES[-1]:
+            copy += 1
+            _copy(store, copy, _RANDOM)
+            stored += source_spans
+        store.command(f"OPTIMIZE TABLE {spans} FINAL")
+        _copy(store, copy + 1, _RANDOM, BATCH_TRACES)  # the batch: its own insert, stored last
+        batch, near = _last_batch(store)
+        # the merged copy is made from the layout before the batch is merged in, so copy first
+        layouts = []
+        for index, (_, settings) in enumerate(LAYOUTS):
+            layout = store.table(f"spans_layout_{index}")
+            store.command(
+                f"CREATE TABLE {layout} AS {spans} ENGINE = ReplacingMergeTree(inserted_at) "
+                "PARTITION BY toYYYYMMDD(start_time) ORDER BY (project, trace_id, span_id) "
+                f"SETTINGS {settings}"
+            )
+            _copy_as_stored(store, layout)
+            layouts.append(layout)
+        print(f"    {stored:,} spans stored and a batch, random ids; {len(LAYOUTS)} copies", flush=True)
+        base = _measure(store, batch, near)
+        figures = []
+        for (label, _), layout in zip(LAYOUTS, layouts, strict=True):
+            store.command(f"EXCHANGE TABLES {spans} AND {layout}")
+            try:
+                measured = _measure(store, batch, near)
+            finally:
+                store.command(f"EXCHANGE TABLES {spans} AND {layout}")
+            assert measured["answers"] == base["answers"], label
+            figures.append((label, measured))
+            print(f"    {label}: measured", flush=True)
+    finally:
+        _stored_traces.drop(store)
+    report.add(
+        f"stamps of a batch, {stored:,} spans stored, random ids, 8,192 rows a granule (as migrated)",
+        base["stamps"],
+        "ms CPU",
+        f"baseline; {base['granules']:,} of {base['of']:,} granules selected; median of 5",
+    )
+    report.add("read-back of the batch, as migrated", base["read_back"], "ms CPU", "baseline")
+    report.add(
+        "read-back of the batch once merged in (as the reconciler finds it), as migrated",
+        base["merged"],
+        "ms CPU",
+        "against the read-back right after the insert",
+        ratio=base["merged"] / base["read_back"],
+    )
+    for label, measured in figures:
+        report.add(
+            f"stamps, {label}",
+            measured["stamps"],
+            "ms CPU",
+            f"{measured['granules']:,} of {measured['of']:,} granules selected",
+            ratio=measured["stamps"] / base["stamps"],
+        )
+        report.add(
+            f"read-back, {label}",
+            measured["read_back"],
+            "ms CPU",
+            ratio=measured["read_back"] / base["read_back"],
+        )
+        report.add(
+            f"read-back once merged in, {label}",
+            measured["merged"],
+            "ms CPU",
+            "against the same as migrated",
+            ratio=measured["merged"] / base["merged"],
+        )
