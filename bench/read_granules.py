@@ -11,13 +11,17 @@ a part of its own, as right after the batch's INSERT; then everything merged int
 reconciler and the API find a trace later. Each copy in turn takes ``spans``' name
 (``EXCHANGE TABLES``), and the collector's own reads of the batch (``trace_state.stamps`` and
 ``trace_state.stored_traces_unparsed``, near the batch's starts) run on it, checked equal to the
-reads on ``spans`` as the migrations make it, which is the baseline. Beside the CPU, the granules
-the batch's key condition selects (``EXPLAIN indexes = 1``).
+reads on ``spans`` as the migrations make it, which is the baseline. Since migration 0021 that
+has a set index over trace ids, which keeps only the granules that hold one of the batch's ids: the
+first copy is ``spans`` without it, as before. Beside the CPU, the granules the batch's condition
+selects (``EXPLAIN indexes = 1``: after the set index where the table has one) and the CPU of the
+INSERT that filled each copy.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any, Final
 
 from bench import _stored_traces
@@ -35,7 +39,11 @@ from latencylens_collector.storage.store import Store
 from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
 
 DATABASE: Final = "bench_read_granules"
+COPY: Final = "as migrated, a copy"
+WITHOUT_SET: Final = "without the trace-id set (as before migration 0021)"
 LAYOUTS: Final = (
+    (COPY, "index_granularity = 8192"),
+    (WITHOUT_SET, "index_granularity = 8192"),
     ("1,024 rows a granule", "index_granularity = 1024"),
     ("256 rows a granule", "index_granularity = 256"),
     (
@@ -43,7 +51,9 @@ LAYOUTS: Final = (
         "index_granularity = 256, min_compress_block_size = 2048, max_compress_block_size = 4096",
     ),
 )
-"""Each copy's table settings; its structure, engine and sorting key are ``spans``' own."""
+"""Each copy's table settings; its structure, indexes, engine and sorting key are ``spans``' own,
+but for the second, which drops the set index over trace ids that migration 0021 adds. The first is
+``spans`` as it is, for the INSERTs' CPU (``spans`` itself was filled by many)."""
 _GRANULES: Final = re.compile(r"Granules: (\d+)/(\d+)")
 
 
@@ -89,14 +99,18 @@ def _measure(store: Store, batch: list[bytes], near: trace_state.Near) -> dict[s
     return figures
 
 
-def _copy_as_stored(store: Store, layout: str) -> None:
+def _copy_as_stored(store: Store, layout: str) -> float:
     """``spans``' rows into ``layout`` as ``spans`` holds them: the stored spans merged into one
-    part, then the batch (the last insert) in a part of its own."""
+    part, then the batch (the last insert) in a part of its own; the CPU seconds of the first
+    INSERT (which builds the layout's indexes)."""
     spans = store.table("spans")
     last = f"(SELECT max(inserted_at) FROM {spans})"
+    began = time.process_time()
     store.command(f"INSERT INTO {layout} SELECT * FROM {spans} WHERE inserted_at < {last}")
+    inserted = time.process_time() - began
     store.command(f"OPTIMIZE TABLE {layout} FINAL")
     store.command(f"INSERT INTO {layout} SELECT * FROM {spans} WHERE inserted_at = {last}")
+    return inserted
 
 
 def run(report: Any) -> None:
@@ -114,31 +128,32 @@ def run(report: Any) -> None:
         batch, near = _last_batch(store)
         # the merged copy is made from the layout before the batch is merged in, so copy first
         layouts = []
-        for index, (_, settings) in enumerate(LAYOUTS):
+        for index, (label, settings) in enumerate(LAYOUTS):
             layout = store.table(f"spans_layout_{index}")
             store.command(
                 f"CREATE TABLE {layout} AS {spans} ENGINE = ReplacingMergeTree(inserted_at) "
                 "PARTITION BY toYYYYMMDD(start_time) ORDER BY (project, trace_id, span_id) "
                 f"SETTINGS {settings}"
             )
-            _copy_as_stored(store, layout)
-            layouts.append(layout)
+            if label == WITHOUT_SET:
+                store.command(f"ALTER TABLE {layout} DROP INDEX trace_id_set")
+            layouts.append((layout, _copy_as_stored(store, layout)))
         print(f"    {stored:,} spans stored and a batch, random ids; {len(LAYOUTS)} copies", flush=True)
         base = _measure(store, batch, near)
         figures = []
-        for (label, _), layout in zip(LAYOUTS, layouts, strict=True):
+        for (label, _), (layout, insert_s) in zip(LAYOUTS, layouts, strict=True):
             store.command(f"EXCHANGE TABLES {spans} AND {layout}")
             try:
                 measured = _measure(store, batch, near)
             finally:
                 store.command(f"EXCHANGE TABLES {spans} AND {layout}")
             assert measured["answers"] == base["answers"], label
-            figures.append((label, measured))
+            figures.append((label, {**measured, "insert_s": insert_s}))
             print(f"    {label}: measured", flush=True)
     finally:
         _stored_traces.drop(store)
     report.add(
-        f"stamps of a batch, {stored:,} spans stored, random ids, 8,192 rows a granule (as migrated)",
+        f"stamps of a batch, {stored:,} spans stored, random ids, as migrated (the trace-id set)",
         base["stamps"],
         "ms CPU",
         f"baseline; {base['granules']:,} of {base['of']:,} granules selected; median of 5",
@@ -151,7 +166,15 @@ def run(report: Any) -> None:
         "against the read-back right after the insert",
         ratio=base["merged"] / base["read_back"],
     )
+    copy_insert_s = dict(figures)[COPY]["insert_s"]
     for label, measured in figures:
+        report.add(
+            f"INSERT of the {stored:,} stored spans, {label}",
+            measured["insert_s"],
+            "s CPU",
+            "building the layout's indexes; against the copy as migrated",
+            ratio=measured["insert_s"] / copy_insert_s,
+        )
         report.add(
             f"stamps, {label}",
             measured["stamps"],
