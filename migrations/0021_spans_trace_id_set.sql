@@ -5,6 +5,6 @@
 -- then read the granules that hold the batch's traces, not all of them (docs/collector.md,
 -- "Reads by trace id grow with the spans stored"). A granule holds at most 8,192 rows, so at most
 -- 8,192 ids: the set is never full. About 3 bytes a span. A bloom filter is a tenth of that, but
--- probed with 1,600 ids it keeps one granule in seven that holds none of them (bench read_granules).
+-- probed with 1,600 ids it kept 73 of 470 granules that held none of them (4 M spans stored).
 -- Parts written before this migration have no set; they gain one when they are merged.
 ALTER TABLE {database}.spans ADD INDEX IF NOT EXISTS trace_id_set trace_id TYPE set(8192) GRANULARITY 1;

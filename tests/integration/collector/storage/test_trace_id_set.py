@@ -31,8 +31,8 @@ def _granules_by_set(store: Store, sql: str, params: dict[str, Any]) -> tuple[in
 
 
 def _store_older_spans(store: Store) -> bytes:
-    """``OLDER_SPANS`` spans of 8,000 traces with random ids, merged into one part; one of their
-    trace ids."""
+    """``OLDER_SPANS`` spans of 8,000 traces with random ids, merged into one part; the first of
+    their trace ids, whose spans open the part's first granule (so they lie in one granule)."""
     spans = store.table("spans")
     store.command(
         f"INSERT INTO {spans} (project, trace_id, span_id, start_time, duration_ns) "
@@ -40,7 +40,7 @@ def _store_older_spans(store: Store) -> bytes:
         f"now64(9) - toIntervalSecond(number % 600), 1000 FROM numbers({OLDER_SPANS})"
     )
     store.command(f"OPTIMIZE TABLE {spans} FINAL")
-    [row] = store.query(f"SELECT trace_id FROM {spans} LIMIT 1")
+    [row] = store.query(f"SELECT trace_id FROM {spans} ORDER BY trace_id LIMIT 1")  # first granule
     return bytes(row["trace_id"])
 
 
