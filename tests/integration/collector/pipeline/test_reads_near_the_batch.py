@@ -6,12 +6,11 @@ reconciler, which reads without that bound."""
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from otlp_builders import MS, new_span_id, new_trace_id, protobuf_body, recent_base_ns, span
+from query_plans import kept_by_index
 
 from latencylens_collector.analysis.records import SpanRow
 from latencylens_collector.analysis.row_work import ReadBack, build_rows
@@ -129,15 +128,6 @@ def test_a_verdict_that_does_not_say_where_its_spans_start_reads_every_day(store
     assert _rows_read(ingestor.read_back(BodiesStored([earlier]))) == 3
 
 
-def _partitions_read(store: Store, sql: str, params: dict[str, Any]) -> tuple[int, int]:
-    """(parts left, parts in all) by the first index ``EXPLAIN indexes = 1`` shows (the min-max of
-    ``start_time``, which prunes with the partition key): one part a day here."""
-    plan = "\n".join(row["explain"] for row in store.query(f"EXPLAIN indexes = 1 {sql}", params))
-    block = plan.split("Indexes:", 1)[1]
-    kept, total = re.search(r"Parts: (\d+)/(\d+)", block).groups()  # type: ignore[union-attr]
-    return int(kept), int(total)
-
-
 def _spans_over_days(days: int) -> list[SpanRow]:
     """One trace with a span a day, back from today."""
     trace = new_trace_id()
@@ -165,8 +155,11 @@ def test_the_bounded_read_back_prunes_the_days_under_final(store: Store) -> None
         "most_spans_and_one": 100,
         **near._asdict(),
     }
-    assert _partitions_read(store, sql + settings_sql(store.near_settings()), params) == (2, 10)
+    # Parts kept by the first index in the plan: the min-max of start_time, which prunes with the
+    # partition key (one part a day here).
+    with_settings = sql + settings_sql(store.near_settings())
+    assert kept_by_index(store, with_settings, params, "Indexes:", "Parts") == (2, 10)
     if store.near_settings():  # the server defers pruning under FINAL: without the setting, all ten
-        assert _partitions_read(store, sql, params) == (10, 10)
+        assert kept_by_index(store, sql, params, "Indexes:", "Parts") == (10, 10)
     read = trace_state.stored_traces_unparsed(store, [spans[0].trace_id], "default", near=near)
     assert len(json.loads(read)[0]) == 2  # today's span and yesterday's (a day before it, within the bound)

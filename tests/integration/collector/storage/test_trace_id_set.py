@@ -7,10 +7,8 @@ the one granule of the older part that holds a trace the batch continues (a late
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from otlp_builders import MS, new_span_id, new_trace_id, protobuf_body, recent_base_ns, span
+from query_plans import kept_by_index
 
 from latencylens_collector.intake import otlp
 from latencylens_collector.settings import Settings
@@ -20,14 +18,6 @@ from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_par
 
 OLDER_SPANS = 40_000
 """In one merged part: five granules of 8,192 rows, each spanning a wide range of random ids."""
-
-
-def _granules_by_set(store: Store, sql: str, params: dict[str, Any]) -> tuple[int, int]:
-    """(granules left, granules given) by the ``trace_id_set`` index in ``EXPLAIN indexes = 1``."""
-    plan = "\n".join(row["explain"] for row in store.query(f"EXPLAIN indexes = 1 {sql}", params))
-    block = plan.split("Name: trace_id_set", 1)[1]
-    kept, given = re.search(r"Granules: (\d+)/(\d+)", block).groups()  # type: ignore[union-attr]
-    return int(kept), int(given)
 
 
 def _store_older_spans(store: Store) -> bytes:
@@ -66,13 +56,14 @@ def test_the_reads_after_an_insert_keep_the_granules_that_hold_the_batch(store: 
     # The key keeps nearly every granule of the older part; the set keeps the batch's granule and
     # the older part's one granule that holds the continued trace (each id is in one granule).
     stamps_sql = trace_state._STAMPS.format(spans=spans, ids_set=TRACE_IDS_SET, near=trace_state._NEAR)
-    kept, given = _granules_by_set(store, stamps_sql, params)
+    kept, given = kept_by_index(store, stamps_sql, params, "Name: trace_id_set", "Granules")
     assert given >= 5 and kept == 2, (kept, given)
     read_back_sql = trace_state._STORED_SPANS_READ_BACK.format(
         spans=spans, ids_set=TRACE_IDS_SET, near=trace_state._NEAR
     ) + settings_sql(store.near_settings())
     read_back_params = {**params, "most_spans_and_one": 100}
-    assert _granules_by_set(store, read_back_sql, read_back_params) == (kept, given)  # under FINAL too
+    by_set = kept_by_index(store, read_back_sql, read_back_params, "Name: trace_id_set", "Granules")
+    assert by_set == (kept, given)  # under FINAL too
 
     # What the set keeps is all there is: every trace's spans, the continued one's older spans too.
     stamps = trace_state.stamps(store, batch, "default", near)
