@@ -15,12 +15,15 @@ reads on ``spans`` as the migrations make it, which is the baseline. Since migra
 has a set index over trace ids, which keeps only the granules that hold one of the batch's ids: the
 first copy is ``spans`` without it, as before. Beside the CPU, the granules the batch's condition
 selects (``EXPLAIN indexes = 1``: after the set index where the table has one) and the CPU of the
-INSERT that filled each copy.
+INSERT that filled each copy. One INSERT a layout drifts by a third between runs, so what the set
+costs an insert is measured apart: INSERTs with and without it in alternating rounds, each with no
+merge running.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 import time
 from typing import Any, Final
 
@@ -54,6 +57,8 @@ LAYOUTS: Final = (
 """Each copy's table settings; its structure, indexes, engine and sorting key are ``spans``' own,
 but for the second, which drops the set index over trace ids that migration 0021 adds. The first is
 ``spans`` as it is, for the INSERTs' CPU (``spans`` itself was filled by many)."""
+INSERT_ROUNDS: Final = 4
+"""Alternating rounds of the INSERTs with and without the trace-id set."""
 _GRANULES: Final = re.compile(r"Granules: (\d+)/(\d+)")
 
 
@@ -99,18 +104,56 @@ def _measure(store: Store, batch: list[bytes], near: trace_state.Near) -> dict[s
     return figures
 
 
+def _merges_done(store: Store, timeout_s: float = 300.0) -> None:
+    """Wait until no merge runs: an INSERT's CPU is the process's (chdb's threads included), so a
+    merge left over from the last statement would be counted as the INSERT's."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        [row] = store.query("SELECT count() AS running FROM system.merges")
+        if not row["running"]:
+            return
+        time.sleep(0.2)
+
+
+def _insert_s(store: Store, layout: str, condition: str) -> float:
+    """CPU seconds of an INSERT of ``spans``' rows that meet ``condition`` into ``layout``, with no
+    merge running before it and none of ``layout``'s own during it."""
+    _merges_done(store)
+    store.command(f"SYSTEM STOP MERGES {layout}")
+    try:
+        began = time.process_time()
+        store.command(f"INSERT INTO {layout} SELECT * FROM {store.table('spans')} WHERE {condition}")
+        return time.process_time() - began
+    finally:
+        store.command(f"SYSTEM START MERGES {layout}")
+
+
+def _stored_before_batch(store: Store) -> str:
+    """The condition of the stored spans, the batch (the last insert) left out."""
+    return f"inserted_at < (SELECT max(inserted_at) FROM {store.table('spans')})"
+
+
 def _copy_as_stored(store: Store, layout: str) -> float:
     """``spans``' rows into ``layout`` as ``spans`` holds them: the stored spans merged into one
     part, then the batch (the last insert) in a part of its own; the CPU seconds of the first
     INSERT (which builds the layout's indexes)."""
-    spans = store.table("spans")
-    last = f"(SELECT max(inserted_at) FROM {spans})"
-    began = time.process_time()
-    store.command(f"INSERT INTO {layout} SELECT * FROM {spans} WHERE inserted_at < {last}")
-    inserted = time.process_time() - began
+    inserted = _insert_s(store, layout, _stored_before_batch(store))
     store.command(f"OPTIMIZE TABLE {layout} FINAL")
-    store.command(f"INSERT INTO {layout} SELECT * FROM {spans} WHERE inserted_at = {last}")
+    last = f"(SELECT max(inserted_at) FROM {store.table('spans')})"
+    store.command(f"INSERT INTO {layout} SELECT * FROM {store.table('spans')} WHERE inserted_at = {last}")
     return inserted
+
+
+def _set_insert_s(store: Store, layouts: dict[str, str]) -> dict[str, float]:
+    """Median CPU seconds of INSERTs of the stored spans into an empty table with the trace-id set
+    and into one without it, in alternating rounds: what the set costs an insert, which one INSERT
+    a layout cannot tell apart from the machine's drift."""
+    times: dict[str, list[float]] = {COPY: [], WITHOUT_SET: []}
+    for round_ in range(INSERT_ROUNDS):
+        for label in (COPY, WITHOUT_SET) if round_ % 2 == 0 else (WITHOUT_SET, COPY):
+            store.command(f"TRUNCATE TABLE {layouts[label]}")
+            times[label].append(_insert_s(store, layouts[label], _stored_before_batch(store)))
+    return {label: statistics.median(seconds) for label, seconds in times.items()}
 
 
 def run(report: Any) -> None:
@@ -150,6 +193,8 @@ def run(report: Any) -> None:
             assert measured["answers"] == base["answers"], label
             figures.append((label, {**measured, "insert_s": insert_s}))
             print(f"    {label}: measured", flush=True)
+        by_label = {label: layout for (label, _), (layout, _) in zip(LAYOUTS, layouts, strict=True)}
+        set_insert = _set_insert_s(store, by_label)
     finally:
         _stored_traces.drop(store)
     report.add(
@@ -166,13 +211,22 @@ def run(report: Any) -> None:
         "against the read-back right after the insert",
         ratio=base["merged"] / base["read_back"],
     )
+    added_us = (set_insert[COPY] - set_insert[WITHOUT_SET]) / stored * 1e6
+    report.add(
+        f"INSERT of the {stored:,} stored spans with the trace-id set, against without it",
+        set_insert[COPY],
+        "s CPU",
+        f"medians of {INSERT_ROUNDS} alternating rounds, no merge running; without it "
+        f"{set_insert[WITHOUT_SET]:.2f} s; {added_us:+.2f} µs a span",
+        ratio=set_insert[COPY] / set_insert[WITHOUT_SET],
+    )
     copy_insert_s = dict(figures)[COPY]["insert_s"]
     for label, measured in figures:
         report.add(
             f"INSERT of the {stored:,} stored spans, {label}",
             measured["insert_s"],
             "s CPU",
-            "building the layout's indexes; against the copy as migrated",
+            "one INSERT, no merge running, building the layout's indexes; against the copy as migrated",
             ratio=measured["insert_s"] / copy_insert_s,
         )
         report.add(
