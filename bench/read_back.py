@@ -33,10 +33,12 @@ the bound, over every day.
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from functools import partial
+from typing import Any, Final, NamedTuple
 
 from bench import _payloads, _stored_traces
 from latencylens_collector.analysis.row_work import READ_BACK_COLUMNS
@@ -126,6 +128,54 @@ def _reads(store: Store, batch_ids: list[bytes], near: trace_state.Near) -> dict
     }
 
 
+class Granules(NamedTuple):
+    """What ``EXPLAIN indexes = 1`` says the indexes kept of the stamps' read of some traces."""
+
+    by_key: int
+    """Kept by the sorting key: those whose key range one of the ids falls in."""
+    of: int
+    """The table's (the near days' partitions)."""
+    by_set: int | None
+    """Kept of ``by_key`` by the set index over trace ids (none without it)."""
+
+
+_KEY_GRANULES: Final = re.compile(r"\bPrimaryKey.*?Granules: (\d+)/(\d+)", re.S)
+_SET_GRANULES: Final = re.compile(r"Name: trace_id_set.*?Granules: (\d+)/\d+", re.S)
+
+
+def granules(store: Store, batch: list[bytes], near: trace_state.Near) -> Granules:
+    """The granules the stamps' read of ``batch`` (near its spans) keeps by each index."""
+    spans = store.table("spans")
+    sql = trace_state._STAMPS.format(spans=spans, ids_set=TRACE_IDS_SET, near=trace_state._NEAR)
+    parameters = {"project": "default", "trace_ids": trace_ids_param(batch), **near._asdict()}
+    plan = "\n".join(row["explain"] for row in store.query(f"EXPLAIN indexes = 1 {sql}", parameters))
+    key = _KEY_GRANULES.search(plan)
+    assert key, plan
+    by_set = _SET_GRANULES.search(plan)
+    return Granules(int(key[1]), int(key[2]), int(by_set[1]) if by_set else None)
+
+
+SMALLER_BATCHES: Final = (16, 160)
+"""Traces of the batch read at the largest size beside the whole batch: what a read costs is the
+granules the key keeps, each looked at by the set, and those are about one a trace."""
+
+
+def _by_batch_traces(store: Store, batch: list[bytes], near: trace_state.Near) -> dict[int, dict[str, Any]]:
+    """The stamps and the read-back of the first 16, 160 and all of ``batch``'s traces, with the
+    granules the key and the set keep."""
+    figures = {}
+    for traces in (*SMALLER_BATCHES, len(batch)):
+        some = batch[:traces]
+        figures[traces] = {
+            "stamps": _median_cpu_ms(partial(trace_state.stamps, store, some, "default", near)),
+            "read_back": _median_cpu_ms(
+                partial(trace_state.stored_traces_unparsed, store, some, "default", near=near)
+            ),
+            "granules": granules(store, some, near),
+        }
+    return figures
+
+
 def _last_batch(store: Store) -> tuple[list[bytes], trace_state.Near]:
     """The trace ids of the last insert into ``spans`` (a batch of :data:`BATCH_TRACES`), and where
     the collector reads their traces (near its spans' starts, all on one day)."""
@@ -144,11 +194,13 @@ def _last_batch(store: Store) -> tuple[list[bytes], trace_state.Near]:
     return ids, trace_state.Near.of(int(starts["first"]), int(starts["last"]))
 
 
-def _grow(store: Store, ids: str, source_spans: int) -> dict[int, dict[str, float]]:
-    """Copies up to each of :data:`SIZES`, a batch stored and read at each."""
+def _grow(store: Store, ids: str, source_spans: int, by_traces: bool = False) -> dict[int, dict[str, Any]]:
+    """Copies up to each of :data:`SIZES`, a batch stored and read at each; at the largest, with
+    ``by_traces``, parts of the batch read too (:func:`_by_batch_traces`)."""
     spans = store.table("spans")
     store.command(f"TRUNCATE TABLE {spans}")
-    stored, copy, figures = 0, 0, {}
+    stored, copy = 0, 0
+    figures: dict[int, dict[str, Any]] = {}
     for size in SIZES:
         while stored + source_spans <= size:
             copy += 1
@@ -158,8 +210,10 @@ def _grow(store: Store, ids: str, source_spans: int) -> dict[int, dict[str, floa
         copy += 1
         _copy(store, copy, ids, BATCH_TRACES)  # the batch: its own insert, stored last
         batch, near = _last_batch(store)
-        figures[stored] = _reads(store, batch, near)
+        figures[stored] = {**_reads(store, batch, near)}
         print(f"    {stored:>10,} spans stored: {figures[stored]}", flush=True)
+    if by_traces:
+        figures[stored]["by_batch_traces"] = _by_batch_traces(store, batch, near)
     return figures
 
 
@@ -213,7 +267,7 @@ def store_with_source(database: str) -> tuple[Store, int]:
 def run(report: Any) -> None:
     store, source_spans = store_with_source(DATABASE)
     try:
-        random = _grow(store, _RANDOM, source_spans)
+        random = _grow(store, _RANDOM, source_spans, by_traces=True)
         ascending = _grow(store, _ASCENDING, source_spans)
         spread = _spread(store, source_spans)
     finally:
@@ -255,6 +309,23 @@ def run(report: Any) -> None:
             ratio=random[size]["stamps"] / random[sizes[0]]["stamps"],
         )
     last = sizes[-1]
+    by_traces = random[last]["by_batch_traces"]
+    fewest = by_traces[SMALLER_BATCHES[0]]
+    for traces, read in by_traces.items():
+        kept: Granules = read["granules"]
+        per_granule = ""
+        if traces != SMALLER_BATCHES[0] and kept.by_key > fewest["granules"].by_key:
+            looked_at = kept.by_key - fewest["granules"].by_key
+            further_us = (read["stamps"] - fewest["stamps"]) / looked_at * 1e3
+            per_granule = f"; {further_us:.0f} µs a further granule"
+        report.add(
+            f"stamps of {traces:,} of the batch's traces, {last:,} spans stored, random ids",
+            read["stamps"],
+            "ms CPU",
+            f"read-back {read['read_back']:.1f} ms; granules kept by the key {kept.by_key:,} of {kept.of:,}, "
+            f"by the set {kept.by_set}{per_granule}",
+            ratio=read["stamps"] / fewest["stamps"],
+        )
     report.add(
         f"read-back with ascending ids (as the ingest benchmarks stamp them), {last:,} spans stored",
         ascending[last]["read_back"],

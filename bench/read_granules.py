@@ -22,7 +22,6 @@ merge running.
 
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from typing import Any, Final
@@ -35,11 +34,11 @@ from bench.read_back import (
     _copy,
     _last_batch,
     _median_cpu_ms,
+    granules,
     store_with_source,
 )
 from latencylens_collector.storage import trace_state
 from latencylens_collector.storage.store import Store
-from latencylens_collector.storage.trace_ids import TRACE_IDS_SET, trace_ids_param
 
 DATABASE: Final = "bench_read_granules"
 COPY: Final = "as migrated, a copy"
@@ -59,19 +58,6 @@ but for the second, which drops the set index over trace ids that migration 0021
 ``spans`` as it is, for the INSERTs' CPU (``spans`` itself was filled by many)."""
 INSERT_ROUNDS: Final = 4
 """Alternating rounds of the INSERTs with and without the trace-id set."""
-_GRANULES: Final = re.compile(r"Granules: (\d+)/(\d+)")
-
-
-def _granules(store: Store, batch: list[bytes]) -> tuple[int, int]:
-    """Granules the batch's key condition selects, of all the table's."""
-    sql = (
-        f"EXPLAIN indexes = 1 SELECT count() FROM {store.table('spans')} "
-        f"WHERE project = {{project:String}} AND trace_id IN {TRACE_IDS_SET}"
-    )
-    parameters = {"project": "default", "trace_ids": trace_ids_param(batch)}
-    found = [_GRANULES.search(row["explain"]) for row in store.query(sql, parameters)]
-    selected, total = [match.groups() for match in found if match][-1]  # the primary key's: the last
-    return int(selected), int(total)
 
 
 def _answers(store: Store, batch: list[bytes], near: trace_state.Near) -> tuple[Any, Any]:
@@ -90,12 +76,12 @@ def _read_back_ms(store: Store, batch: list[bytes], near: trace_state.Near) -> f
 def _measure(store: Store, batch: list[bytes], near: trace_state.Near) -> dict[str, Any]:
     """The reads with the batch in a part of its own, then with everything merged into one part."""
     spans = store.table("spans")
-    selected, total = _granules(store, batch)
+    kept = granules(store, batch, near)
     figures: dict[str, Any] = {
         "stamps": _median_cpu_ms(lambda: trace_state.stamps(store, batch, "default", near)),
         "read_back": _read_back_ms(store, batch, near),
-        "granules": selected,
-        "of": total,
+        "granules": kept.by_key if kept.by_set is None else kept.by_set,
+        "of": kept.of,
         "answers": _answers(store, batch, near),
     }
     store.command(f"OPTIMIZE TABLE {spans} FINAL")
