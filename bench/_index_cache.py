@@ -1,0 +1,90 @@
+"""Does an uncompressed cache for index blocks make reads by trace id cheaper?
+
+``python -m bench._index_cache [SPANS]`` (default 16 M; not part of ``make bench``: the engine's
+cache size is a server setting, fixed when chdb starts, so this runs in a process of its own and
+starts chdb with it before anything else). ``bench read_back`` shows that with random trace ids
+the stamps and the read-back of a batch look at the set index over trace ids in about one granule
+a trace, and the server's ``index_uncompressed_cache_size`` is 0 by default: each set looked at
+is read and decompressed again. Here the engine starts with a 1 GiB cache; the spans of
+``bench read_back``'s largest size are stored as it stores them (random ids, merged, then a batch
+of its own), and the batch's stamps and read-back are timed with the cache kept, then with it
+dropped before each read (as with no cache). Medians of 7, process CPU.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Final
+
+import chdb
+
+from bench._stored_traces import BENCH_DIR
+
+CACHE_BYTES: Final = 1 << 30
+REPEATS: Final = 7
+
+
+def _cpu_ms(read: Callable[[], object], before: Callable[[], object] | None = None) -> float:
+    times = []
+    for _ in range(REPEATS):
+        if before is not None:
+            before()
+        began = time.process_time()
+        read()
+        times.append((time.process_time() - began) * 1e3)
+    return statistics.median(times)
+
+
+def main(spans_stored: int) -> None:
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    config = BENCH_DIR / "index_cache.xml"
+    config.write_text(
+        f"<clickhouse><index_uncompressed_cache_size>{CACHE_BYTES}</index_uncompressed_cache_size></clickhouse>\n"
+    )
+    engine = chdb.connect(f"{(BENCH_DIR / 'data').resolve()}?config-file={config}")  # noqa: F841 (held)
+
+    from bench import _stored_traces
+    from bench.read_back import _RANDOM, BATCH_TRACES, _copy, _last_batch, store_with_source
+    from latencylens_collector.storage import trace_state
+
+    store, source_spans = store_with_source("bench_index_cache")
+    [cache] = store.query(
+        "SELECT value FROM system.server_settings WHERE name = 'index_uncompressed_cache_size'"
+    )
+    assert int(cache["value"]) == CACHE_BYTES, cache
+    spans = store.table("spans")
+    try:
+        store.command(f"TRUNCATE TABLE {spans}")
+        stored, copy = 0, 0
+        while stored + source_spans <= spans_stored:
+            copy += 1
+            _copy(store, copy, _RANDOM)
+            stored += source_spans
+        store.command(f"OPTIMIZE TABLE {spans} FINAL")
+        _copy(store, copy + 1, _RANDOM, BATCH_TRACES)
+        batch, near = _last_batch(store)
+
+        def stamps() -> object:
+            return trace_state.stamps(store, batch, "default", near)
+
+        def read_back() -> object:
+            return trace_state.stored_traces_unparsed(store, batch, "default", near=near)
+
+        def drop() -> None:
+            store.command("SYSTEM DROP INDEX UNCOMPRESSED CACHE")
+
+        print(f"{stored:,} spans stored, random ids; a batch of {len(batch):,} traces; ms CPU, medians")
+        print("| round | stamps, cache kept | stamps, dropped first | read-back, kept | read-back, dropped |")
+        print("|---:|---:|---:|---:|---:|")
+        for round_ in (1, 2):
+            figures = (_cpu_ms(stamps), _cpu_ms(stamps, drop), _cpu_ms(read_back), _cpu_ms(read_back, drop))
+            print(f"| {round_} | " + " | ".join(f"{figure:.1f}" for figure in figures) + " |", flush=True)
+    finally:
+        _stored_traces.drop(store)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 16_000_000)
