@@ -20,14 +20,18 @@ OLDER_SPANS = 40_000
 """In one merged part: five granules of 8,192 rows, each spanning a wide range of random ids."""
 
 
-def _store_older_spans(store: Store) -> bytes:
+def _store_older_spans(store: Store, start_ns: int) -> bytes:
     """``OLDER_SPANS`` spans of 8,000 traces with random ids, merged into one part; the first of
-    their trace ids, whose spans open the part's first granule (so they lie in one granule)."""
+    their trace ids, whose spans open the part's first granule (so they lie in one granule).
+
+    Every span starts at ``start_ns``, the batch's start: spans spread over the minutes before it
+    would fall into two days' partitions, and two parts, when the test runs just after midnight."""
     spans = store.table("spans")
     store.command(
         f"INSERT INTO {spans} (project, trace_id, span_id, start_time, duration_ns) "
         "SELECT 'default', sipHash128(number % 8000), reinterpretAsFixedString(sipHash64(number)), "
-        f"now64(9) - toIntervalSecond(number % 600), 1000 FROM numbers({OLDER_SPANS})"
+        f"fromUnixTimestamp64Nano({{start:Int64}}), 1000 FROM numbers({OLDER_SPANS})",
+        {"start": start_ns},
     )
     store.command(f"OPTIMIZE TABLE {spans} FINAL")
     [row] = store.query(f"SELECT trace_id FROM {spans} ORDER BY trace_id LIMIT 1")  # first granule
@@ -35,8 +39,8 @@ def _store_older_spans(store: Store) -> bytes:
 
 
 def test_the_reads_after_an_insert_keep_the_granules_that_hold_the_batch(store: Store) -> None:
-    older = _store_older_spans(store)
     now = recent_base_ns()
+    older = _store_older_spans(store, now)
     batch_traces = [new_trace_id() for _ in range(20)]
     body = protobuf_body(
         [
