@@ -40,6 +40,9 @@ DEFAULT_DATABASE: Final = "latencylens"
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 4318
 DEFAULT_CONTENT_MAX_BYTES: Final = 16 * 1024
+DEFAULT_INDEX_CACHE_BYTES: Final = 256 * 1024 * 1024
+"""The embedded engine's index block cache: the sets over trace ids of ≈ 90 M spans (≈ 3 bytes a
+span decompressed); the engine fills it only as far as reads look."""
 SPOOL_OFF: Final = "off"
 CHDB_SCHEME: Final = "chdb://"
 CLICKHOUSE_SCHEMES: Final = frozenset({"http", "https", "clickhouse"})
@@ -196,6 +199,14 @@ class Settings(BaseSettings):
         "absolute) or ``http(s)://user:pass@host:8123/db``. Default: embedded, in ``data_dir``.",
     )
     database: str = Field(DEFAULT_DATABASE, description="ClickHouse database holding LatencyLens's tables.")
+    index_cache_bytes: Integer = Field(
+        DEFAULT_INDEX_CACHE_BYTES,
+        description="Embedded ClickHouse only: the engine's cache of decompressed index blocks, in bytes "
+        "(0: none). The reads after each insert look at the set index over trace ids in about one "
+        "granule a trace; kept decompressed, those reads take about half the CPU. Read when the "
+        "engine starts. A server takes ``index_uncompressed_cache_size`` from its own configuration "
+        "(docs/deployment.md#index-cache).",
+    )
     host: str = Field(DEFAULT_HOST, description="Interface the collector listens on.")
     port: Integer = Field(DEFAULT_PORT, description="Port the collector listens on (OTLP/HTTP's 4318).")
     max_body_bytes: Integer = Field(
@@ -519,6 +530,13 @@ class Settings(BaseSettings):
                 f"{env_var('queue_project_share')} must be more than 0 and at most 1, got {share}"
             )
         return share
+
+    @field_validator("index_cache_bytes")
+    @classmethod
+    def _cache_bytes(cls, size: int) -> int:
+        if size < 0:
+            raise ValueError(f"{env_var('index_cache_bytes')} must be 0 (no cache) or a number of bytes")
+        return size
 
     @field_validator("spans_retention_days", "requests_retention_days")
     @classmethod

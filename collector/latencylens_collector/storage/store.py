@@ -69,6 +69,8 @@ class DirectoryInUse(StorageError):
 
 
 LOCK_FILE: Final = "latencylens.lock"
+ENGINE_CONFIG_FILE: Final = "latencylens-engine.xml"
+"""In a chdb directory: the server settings its engine starts with (:func:`_engine_config`)."""
 """In a chdb directory: locked (``flock``) by the one process whose engine owns the directory."""
 _CLAIMED: dict[Path, int] = {}
 """chdb directories this process holds the lock of (path → open file descriptor)."""
@@ -99,6 +101,32 @@ def _claim_directory(path: Path) -> None:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         _CLAIMED[path] = fd
+
+
+def _engine_config(path: Path, index_cache_bytes: int) -> Path | None:
+    """The embedded engine's server settings, written into its directory (claimed by this process);
+    None when the directory takes no file (the engine then starts with its defaults).
+
+    chdb reads them only when the process's engine starts: the first handle decides, later ones
+    share that engine whatever their options. Its default keeps no decompressed index blocks, so
+    each read by trace id would decompress the set index of every granule it looks at again."""
+    config = path.resolve() / ENGINE_CONFIG_FILE
+    text = (
+        "<clickhouse>\n"
+        f"  <index_uncompressed_cache_size>{index_cache_bytes}</index_uncompressed_cache_size>\n"
+        "</clickhouse>\n"
+    )
+    with contextlib.suppress(OSError):
+        if config.read_text() == text:
+            return config
+    staged = config.with_name(f".{ENGINE_CONFIG_FILE}.{os.getpid()}")
+    try:
+        staged.write_text(text)
+        staged.replace(config)
+    except OSError as exc:
+        _log.warning("embedded ClickHouse starts without %s (%s): no index block cache", config, exc)
+        return None
+    return config
 
 
 _JSON_COLUMNS_SETTINGS: Final = (
@@ -204,8 +232,11 @@ class Store:
         try:
             with _CHDB_LOCK:
                 if is_chdb(dsn):
-                    _claim_directory(chdb_path(dsn))
-                    return clickhouse_connect.get_client(dsn=dsn)
+                    path = chdb_path(dsn)
+                    _claim_directory(path)
+                    config = _engine_config(path, self.settings.index_cache_bytes)
+                    options = {"config-file": str(config)} if config else None
+                    return clickhouse_connect.get_client(dsn=dsn, chdb_options=options)
                 # No session: the writer, queries and the reconciler share this client from their
                 # threads, and a server refuses a second statement in a session still running one
                 # (SESSION_IS_LOCKED). Nothing here keeps state in a session.

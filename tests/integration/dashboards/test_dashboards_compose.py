@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -46,6 +47,20 @@ def test_dashboards_compose_config_is_accepted() -> None:
             source = volume["source"] if isinstance(volume, dict) else volume.split(":")[0]
             if source.startswith("/"):
                 assert Path(source).exists(), source
+
+
+def test_the_server_starts_with_a_cache_for_index_blocks() -> None:
+    done = compose_config()
+    assert done.returncode == 0, done.stderr
+    mounts = {}
+    for volume in yaml.safe_load(done.stdout)["services"]["clickhouse"]["volumes"]:
+        source, target = (
+            (volume["source"], volume["target"]) if isinstance(volume, dict) else volume.split(":")[:2]
+        )
+        mounts[target] = source
+    source = Path(mounts["/etc/clickhouse-server/config.d/latencylens-index-cache.xml"])
+    setting = ElementTree.parse(source).getroot().find("index_uncompressed_cache_size")
+    assert setting is not None and int(setting.text or "") == 1 << 30
 
 
 def test_dashboards_compose_takes_the_password_from_the_environment() -> None:

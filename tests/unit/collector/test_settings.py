@@ -13,6 +13,7 @@ NON_DEFAULT_TEXT = {
     "data_dir": "/srv/lens",
     "clickhouse_dsn": "http://h:8123",
     "database": "from_env",
+    "index_cache_bytes": "0",
     "host": "0.0.0.0",
     "port": "9999",
     "max_body_bytes": "1024",
