@@ -5,7 +5,8 @@ cache size is a server setting, fixed when chdb starts, so this runs in a proces
 starts chdb with it before anything else). ``bench read_back`` shows that with random trace ids
 the stamps and the read-back of a batch look at the set index over trace ids in about one granule
 a trace, and the server's ``index_uncompressed_cache_size`` is 0 by default: each set looked at
-is read and decompressed again. Here the engine starts with a 1 GiB cache; the spans of
+is read and decompressed again (the collector's embedded engine starts with 256 MiB,
+``LATENCYLENS_INDEX_CACHE_BYTES``). Here the engine starts with a 1 GiB cache; the spans of
 ``bench read_back``'s largest size are stored as it stores them (random ids, merged, then a batch
 of its own), and the batch's stamps and read-back are timed with the cache kept, then with it
 dropped before each read (as with no cache). Medians of 7, process CPU.
@@ -47,7 +48,7 @@ def main(spans_stored: int) -> None:
     engine = chdb.connect(f"{(BENCH_DIR / 'data').resolve()}?config-file={config}")  # noqa: F841 (held)
 
     from bench import _stored_traces
-    from bench.read_back import _RANDOM, BATCH_TRACES, _copy, _last_batch, store_with_source
+    from bench.read_back import _RANDOM, _last_batch, fill, store_with_source
     from latencylens_collector.storage import trace_state
 
     store, source_spans = store_with_source("bench_index_cache")
@@ -58,13 +59,7 @@ def main(spans_stored: int) -> None:
     spans = store.table("spans")
     try:
         store.command(f"TRUNCATE TABLE {spans}")
-        stored, copy = 0, 0
-        while stored + source_spans <= spans_stored:
-            copy += 1
-            _copy(store, copy, _RANDOM)
-            stored += source_spans
-        store.command(f"OPTIMIZE TABLE {spans} FINAL")
-        _copy(store, copy + 1, _RANDOM, BATCH_TRACES)
+        stored, _ = fill(store, _RANDOM, source_spans, spans_stored)
         batch, near = _last_batch(store)
 
         def stamps() -> object:

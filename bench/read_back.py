@@ -194,21 +194,31 @@ def _last_batch(store: Store) -> tuple[list[bytes], trace_state.Near]:
     return ids, trace_state.Near.of(int(starts["first"]), int(starts["last"]))
 
 
+def fill(
+    store: Store, ids: str, source_spans: int, size: int, stored: int = 0, copy: int = 0
+) -> tuple[int, int]:
+    """Copies of the source added to the ``stored`` spans of ``copy`` copies until ``size`` spans are
+    stored, merged into one part (the fewest granules a read can touch), then a batch of
+    :data:`BATCH_TRACES` traces in an insert of its own, stored last as the collector's newest
+    batch is; the spans stored before the batch and the copies made, the batch's included."""
+    while stored + source_spans <= size:
+        copy += 1
+        _copy(store, copy, ids)
+        stored += source_spans
+    store.command(f"OPTIMIZE TABLE {store.table('spans')} FINAL")
+    copy += 1
+    _copy(store, copy, ids, BATCH_TRACES)
+    return stored, copy
+
+
 def _grow(store: Store, ids: str, source_spans: int, by_traces: bool = False) -> dict[int, dict[str, Any]]:
     """Copies up to each of :data:`SIZES`, a batch stored and read at each; at the largest, with
     ``by_traces``, parts of the batch read too (:func:`_by_batch_traces`)."""
-    spans = store.table("spans")
-    store.command(f"TRUNCATE TABLE {spans}")
+    store.command(f"TRUNCATE TABLE {store.table('spans')}")
     stored, copy = 0, 0
     figures: dict[int, dict[str, Any]] = {}
     for size in SIZES:
-        while stored + source_spans <= size:
-            copy += 1
-            _copy(store, copy, ids)
-            stored += source_spans
-        store.command(f"OPTIMIZE TABLE {spans} FINAL")  # one part: the fewest granules a read can touch
-        copy += 1
-        _copy(store, copy, ids, BATCH_TRACES)  # the batch: its own insert, stored last
+        stored, copy = fill(store, ids, source_spans, size, stored, copy)
         batch, near = _last_batch(store)
         figures[stored] = {**_reads(store, batch, near)}
         print(f"    {stored:>10,} spans stored: {figures[stored]}", flush=True)

@@ -29,11 +29,10 @@ from typing import Any, Final
 from bench import _stored_traces
 from bench.read_back import (
     _RANDOM,
-    BATCH_TRACES,
     SIZES,
-    _copy,
     _last_batch,
     _median_cpu_ms,
+    fill,
     granules,
     store_with_source,
 )
@@ -147,13 +146,7 @@ def run(report: Any) -> None:
     spans = store.table("spans")
     try:
         store.command(f"TRUNCATE TABLE {spans}")
-        stored, copy = 0, 0
-        while stored + source_spans <= SIZES[-1]:
-            copy += 1
-            _copy(store, copy, _RANDOM)
-            stored += source_spans
-        store.command(f"OPTIMIZE TABLE {spans} FINAL")
-        _copy(store, copy + 1, _RANDOM, BATCH_TRACES)  # the batch: its own insert, stored last
+        stored, _ = fill(store, _RANDOM, source_spans, SIZES[-1])
         batch, near = _last_batch(store)
         # the merged copy is made from the layout before the batch is merged in, so copy first
         layouts = []
