@@ -69,9 +69,9 @@ class DirectoryInUse(StorageError):
 
 
 LOCK_FILE: Final = "latencylens.lock"
+"""In a chdb directory: locked (``flock``) by the one process whose engine owns the directory."""
 ENGINE_CONFIG_FILE: Final = "latencylens-engine.xml"
 """In a chdb directory: the server settings its engine starts with (:func:`_engine_config`)."""
-"""In a chdb directory: locked (``flock``) by the one process whose engine owns the directory."""
 _CLAIMED: dict[Path, int] = {}
 """chdb directories this process holds the lock of (path → open file descriptor)."""
 
@@ -501,6 +501,7 @@ class _Handles:
 
 
 __all__ = [
+    "ENGINE_CONFIG_FILE",
     "ENGINE_HANDLES",
     "LOCK_FILE",
     "RETRY_AFTER_SECONDS",

@@ -36,7 +36,7 @@ store.command(
 store.command(f"OPTIMIZE TABLE {spans} FINAL")
 ids = [bytes(row["trace_id"]) for row in store.query(f"SELECT DISTINCT trace_id FROM {spans} LIMIT 20")]
 near = trace_state.Near.of(now, now)
-events = f"SELECT event, value FROM system.events WHERE event LIKE 'UncompressedCache%'"
+events = "SELECT event, value FROM system.events WHERE event LIKE 'UncompressedCache%'"
 
 def counts():
     return {row["event"]: row["value"] for row in store.query(events)}
