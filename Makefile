@@ -46,6 +46,7 @@ native: $(TEST_STAMP)
 	$(NATIVE)
 
 bench: $(TEST_STAMP)
+	$(NATIVE)
 	$(BIN)/python -m bench
 
 $(VENV)/bin/python:
