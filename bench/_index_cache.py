@@ -1,61 +1,36 @@
 """Does an uncompressed cache for index blocks make reads by trace id cheaper?
 
 ``python -m bench._index_cache [SPANS]`` (default 16 M; not part of ``make bench``: the engine's
-cache size is a server setting, fixed when chdb starts, so this runs in a process of its own and
-starts chdb with it before anything else). ``bench read_back`` shows that with random trace ids
-the stamps and the read-back of a batch look at the set index over trace ids in about one granule
-a trace, and the server's ``index_uncompressed_cache_size`` is 0 by default: each set looked at
-is read and decompressed again (the collector's embedded engine starts with 256 MiB,
-``LATENCYLENS_INDEX_CACHE_BYTES``). Here the engine starts with a 1 GiB cache; the spans of
-``bench read_back``'s largest size are stored as it stores them (random ids, merged, then a batch
-of its own), and the batch's stamps and read-back are timed with the cache kept, then with it
-dropped before each read (as with no cache). Medians of 7, process CPU.
+cache size is a server setting, fixed when chdb starts, so this runs in a process of its own whose
+first store starts the engine with it, as the collector does). ``bench read_back`` shows that
+with random trace ids the stamps and the read-back of a batch look at the set index over trace
+ids in about one granule a trace, and the server's ``index_uncompressed_cache_size`` is 0 by
+default: each set looked at is read and decompressed again (the collector's embedded engine
+starts with 256 MiB, ``LATENCYLENS_INDEX_CACHE_BYTES``). Here the engine starts with a 1 GiB
+cache; the spans of ``bench read_back``'s largest size are stored as it stores them (random ids,
+merged, then a batch of its own), and the batch's stamps and read-back are timed with the cache
+kept, then with it dropped before each read (as with no cache). Medians of 7, process CPU.
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Final
 
-import chdb
-
-from bench._stored_traces import BENCH_DIR
+from bench import _stored_traces
+from bench.read_back import _RANDOM, _last_batch, _median_cpu_ms, fill, store_with_source
+from latencylens_collector.storage import trace_state
 
 CACHE_BYTES: Final = 1 << 30
 REPEATS: Final = 7
 
 
-def _cpu_ms(read: Callable[[], object], before: Callable[[], object] | None = None) -> float:
-    times = []
-    for _ in range(REPEATS):
-        if before is not None:
-            before()
-        began = time.process_time()
-        read()
-        times.append((time.process_time() - began) * 1e3)
-    return statistics.median(times)
-
-
 def main(spans_stored: int) -> None:
-    BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    config = BENCH_DIR / "index_cache.xml"
-    config.write_text(
-        f"<clickhouse><index_uncompressed_cache_size>{CACHE_BYTES}</index_uncompressed_cache_size></clickhouse>\n"
-    )
-    engine = chdb.connect(f"{(BENCH_DIR / 'data').resolve()}?config-file={config}")  # noqa: F841 (held)
-
-    from bench import _stored_traces
-    from bench.read_back import _RANDOM, _last_batch, fill, store_with_source
-    from latencylens_collector.storage import trace_state
-
-    store, source_spans = store_with_source("bench_index_cache")
+    store, source_spans = store_with_source("bench_index_cache", index_cache_bytes=CACHE_BYTES)
     [cache] = store.query(
         "SELECT value FROM system.server_settings WHERE name = 'index_uncompressed_cache_size'"
     )
-    assert int(cache["value"]) == CACHE_BYTES, cache
+    assert int(cache["value"]) == CACHE_BYTES, cache  # this store started the process's engine
     spans = store.table("spans")
     try:
         store.command(f"TRUNCATE TABLE {spans}")
@@ -75,7 +50,10 @@ def main(spans_stored: int) -> None:
         print("| round | stamps, cache kept | stamps, dropped first | read-back, kept | read-back, dropped |")
         print("|---:|---:|---:|---:|---:|")
         for round_ in (1, 2):
-            figures = (_cpu_ms(stamps), _cpu_ms(stamps, drop), _cpu_ms(read_back), _cpu_ms(read_back, drop))
+            figures = tuple(
+                _median_cpu_ms(read, before, REPEATS)
+                for read, before in ((stamps, None), (stamps, drop), (read_back, None), (read_back, drop))
+            )
             print(f"| {round_} | " + " | ".join(f"{figure:.1f}" for figure in figures) + " |", flush=True)
     finally:
         _stored_traces.drop(store)

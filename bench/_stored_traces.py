@@ -30,13 +30,16 @@ PAGE: Final = 1600
 """Traces read back at once: the traces of 16 bodies, the engine path's INSERT under load."""
 
 
-def fresh_store(database: str) -> Store:
-    """An empty, migrated database of the embedded ClickHouse in ``BENCH_DIR/data``."""
+def fresh_store(database: str, index_cache_bytes: int | None = None) -> Store:
+    """An empty, migrated database of the embedded ClickHouse in ``BENCH_DIR/data``; the engine's
+    index block cache as the collector sets it unless ``index_cache_bytes`` is given (it takes
+    effect only if this store starts the process's engine)."""
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     settings = Settings(
         clickhouse_dsn=chdb_dsn(BENCH_DIR / "data"),
         database=database,
         metadata_url=f"sqlite:///{BENCH_DIR / f'{database}-metadata.db'}",
+        index_cache_bytes=index_cache_bytes,
         environ={},
     )
     store = Store(settings)
